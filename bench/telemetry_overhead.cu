@@ -1,0 +1,172 @@
+// What the telemetry sampler costs: CPU time of its thread at several
+// periods, and its effect on a GPU loop's latency, A/B in one run.
+//   telemetry_overhead [SECONDS_PER_PERIOD] [ROUNDS] [DEVICE]
+// Prints markdown tables (docs/perf/telemetry.md records them).
+#include <cuda_runtime.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "coolbench/core/clock.hpp"
+#include "coolbench/telemetry.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using coolbench::telemetry::sampler;
+
+void check(cudaError_t result, const char* what) {
+  if (result != cudaSuccess) {
+    std::fprintf(stderr, "telemetry_overhead: %s failed: %s\n", what, cudaGetErrorString(result));
+    std::exit(1);
+  }
+}
+
+double process_cpu_s() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// A latency-bound GPU loop body: dependent FMAs over 1 Mi floats, ~1 ms.
+__global__ void work(float* data, int n, int rounds) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float x = data[i];
+  for (int r = 0; r < rounds; ++r) x = x * 0.9999f + 0.0001f;
+  data[i] = x;
+}
+
+struct gpu_loop {
+  float* data = nullptr;
+  int n = 1 << 20;
+  int rounds = 4096;
+  cudaEvent_t start{};
+  cudaEvent_t stop{};
+
+  explicit gpu_loop(int device) {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    check(cudaMalloc(&data, sizeof(float) * static_cast<size_t>(n)), "cudaMalloc");
+    // Random-ish data, not zeros.
+    std::vector<float> host(static_cast<size_t>(n));
+    unsigned state = 12345;
+    for (auto& v : host)
+      v = static_cast<float>((state = state * 1664525U + 1013904223U) >> 8) / 16777216.0f;
+    check(cudaMemcpy(data, host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice),
+          "cudaMemcpy");
+    check(cudaEventCreate(&start), "cudaEventCreate");
+    check(cudaEventCreate(&stop), "cudaEventCreate");
+  }
+  ~gpu_loop() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    cudaFree(data);
+  }
+
+  /// One timed iteration, in ms.
+  double once() {
+    check(cudaEventRecord(start), "cudaEventRecord");
+    work<<<n / 256, 256>>>(data, n, rounds);
+    check(cudaGetLastError(), "work launch");
+    check(cudaEventRecord(stop), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    return ms;
+  }
+
+  std::vector<double> for_seconds(double seconds) {
+    std::vector<double> ms;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < until) ms.push_back(once());
+    return ms;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const double seconds = argc > 1 ? std::atof(argv[1]) : 10.0;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 6;
+  const int device = argc > 3 ? std::atoi(argv[3]) : 0;
+
+  // Part 1: CPU cost. The main thread sleeps, so the process's CPU time is the sampler's.
+  {
+    coolbench::telemetry::gpu_telemetry gpu(device);
+    std::printf("GPU %d: %s, driver %s\n\n", device, gpu.identity().name.c_str(),
+                gpu.identity().driver_version.c_str());
+    const auto t0 = std::chrono::steady_clock::now();
+    constexpr int reads = 200;
+    for (int i = 0; i < reads; ++i) (void)gpu.read();
+    const double read_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+        reads;
+    std::printf("One full read (every sensor of a sample): %.1f us wall, mean of %d\n\n", read_us,
+                reads);
+  }
+  std::printf("| period | samples | failed | late ticks | CPU time | CPU of one core |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (const int period_ms : {10, 50, 200}) {
+    sampler s(coolbench::telemetry::make_gpu_source(device),
+              {.period = std::chrono::milliseconds(period_ms)});
+    const double cpu0 = process_cpu_s();
+    const auto wall0 = std::chrono::steady_clock::now();
+    s.start();
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    s.stop();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    const double cpu = process_cpu_s() - cpu0;
+    const auto stats = s.stats();
+    std::printf("| %d ms | %llu | %llu | %llu | %.1f ms | %.3f%% |\n", period_ms,
+                static_cast<unsigned long long>(stats.samples),
+                static_cast<unsigned long long>(stats.failed_reads),
+                static_cast<unsigned long long>(stats.late_ticks), cpu * 1e3, 100.0 * cpu / wall);
+  }
+
+  // Part 2: GPU loop latency without and with the sampler, alternating, so
+  // drift between the two conditions cancels.
+  gpu_loop loop(device);
+  (void)loop.for_seconds(2.0);  // warm-up
+  std::printf(
+      "\nGPU loop: %d rounds of %.1f s off / %.1f s on, alternating; kernel on random data\n\n",
+      rounds, seconds / 2, seconds / 2);
+  std::printf(
+      "| sampler period | median off | median on | on/off - 1 | round-by-round median of (on/off - "
+      "1) |\n");
+  std::printf("|---|---|---|---|---|\n");
+  for (const int period_ms : {10, 50}) {
+    std::vector<double> off_all;
+    std::vector<double> on_all;
+    std::vector<double> round_ratio;
+    for (int r = 0; r < rounds; ++r) {
+      const auto off = loop.for_seconds(seconds / 2);
+      sampler s(coolbench::telemetry::make_gpu_source(device),
+                {.period = std::chrono::milliseconds(period_ms)});
+      s.start();
+      const auto on = loop.for_seconds(seconds / 2);
+      s.stop();
+      off_all.insert(off_all.end(), off.begin(), off.end());
+      on_all.insert(on_all.end(), on.begin(), on.end());
+      round_ratio.push_back(median(on) / median(off) - 1.0);
+    }
+    const double off_ms = median(off_all);
+    const double on_ms = median(on_all);
+    std::printf("| %d ms | %.4f ms | %.4f ms | %+.3f%% | %+.3f%% |\n", period_ms, off_ms, on_ms,
+                100.0 * (on_ms / off_ms - 1.0), 100.0 * median(round_ratio));
+  }
+  return 0;
+}

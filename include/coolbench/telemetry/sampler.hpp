@@ -1,0 +1,79 @@
+/// @file
+/// A thread that reads a GPU at a fixed period into a bounded ring buffer.
+/// The measurement layer joins its samples with latency samples by time.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coolbench/telemetry/gpu.hpp"
+
+namespace coolbench::telemetry {
+
+/// Where the sampler's readings come from: a GPU through NVML, or a scripted
+/// source in tests.
+class sample_source {
+ public:
+  virtual ~sample_source() = default;
+  /// One reading. May throw; the sampler then records a sample whose readings
+  /// are all `failed` and goes on.
+  [[nodiscard]] virtual gpu_sample read() = 0;
+};
+
+/// A sample_source over a gpu_telemetry.
+[[nodiscard]] std::unique_ptr<sample_source> make_gpu_source(int cuda_ordinal);
+
+struct sampler_options {
+  std::chrono::milliseconds period{50};  ///< 1 to 1000 ms
+  std::size_t capacity = 65536;          ///< samples kept (about 55 min at 50 ms)
+};
+
+/// Counters of the sampler's own behaviour.
+struct sampler_stats {
+  std::uint64_t samples = 0;       ///< taken since start
+  std::uint64_t failed_reads = 0;  ///< reads that threw: recorded as missing
+  std::uint64_t late_ticks = 0;    ///< ticks skipped because a read outran the period
+  std::uint64_t dropped = 0;       ///< overwritten in the ring buffer
+  std::string last_error;          ///< message of the last failed read
+};
+
+class sampler {
+ public:
+  /// Throws invalid_argument when the period is outside 1–1000 ms or the
+  /// capacity is 0.
+  sampler(std::unique_ptr<sample_source> source, sampler_options options = {});
+  ~sampler();  ///< stops the thread
+  sampler(const sampler&) = delete;
+  sampler& operator=(const sampler&) = delete;
+  sampler(sampler&&) = delete;
+  sampler& operator=(sampler&&) = delete;
+
+  /// Starts the thread; the first sample is taken at once. No-op if running.
+  void start();
+  /// Stops and joins the thread, promptly (it does not wait out a period).
+  void stop();
+  [[nodiscard]] bool running() const noexcept;
+
+  /// The newest sample, or nullptr before the first. Lock-free for the
+  /// sampler: a reader never makes it wait.
+  [[nodiscard]] std::shared_ptr<const gpu_sample> latest() const;
+
+  /// Samples with from_ns <= time_ns <= to_ns, oldest first.
+  [[nodiscard]] std::vector<gpu_sample> between(std::int64_t from_ns, std::int64_t to_ns) const;
+
+  /// Samples with time_ns > after_ns, oldest first.
+  [[nodiscard]] std::vector<gpu_sample> since(std::int64_t after_ns) const;
+
+  [[nodiscard]] sampler_stats stats() const;
+  [[nodiscard]] const sampler_options& options() const noexcept;
+
+ private:
+  struct state;
+  std::unique_ptr<state> m_state;
+};
+
+}  // namespace coolbench::telemetry

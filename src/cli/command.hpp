@@ -1,0 +1,26 @@
+// What each subcommand file gives main: its CLI11 subcommand, the function
+// that runs it once parsed, and its help text (docs/cli/<name>.md).
+#pragma once
+
+#include <functional>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+namespace coolbench::cli {
+
+struct command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;  ///< returns an exit_code
+  std::string_view help;
+};
+
+command add_info_command(CLI::App& parent);
+command add_monitor_command(CLI::App& parent);
+command add_who_command(CLI::App& parent);
+command add_wait_cool_command(CLI::App& parent);
+
+/// Adds `--device N` (a CUDA ordinal, default 0) to a subcommand.
+void add_device_option(CLI::App& app, int& device);
+
+}  // namespace coolbench::cli

@@ -1,0 +1,47 @@
+// Text, CSV and JSON renderings of telemetry for the commands. Pure functions
+// of their inputs, so tests can check them without a GPU.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "coolbench/telemetry.hpp"
+
+namespace coolbench::cli {
+
+/// "n/a" for a reading without a value, else the value with `decimals`.
+template <class T>
+[[nodiscard]] std::string show(const telemetry::reading<T>& r, int decimals = 0);
+
+/// The `coolbench info` block of one GPU.
+[[nodiscard]] std::string format_gpu_info(const telemetry::gpu_identity& id,
+                                          const telemetry::gpu_sample& sample,
+                                          const std::vector<telemetry::gpu_process>& processes);
+
+/// The host sensor block of `coolbench info`; says "absent" for what is absent.
+[[nodiscard]] std::string format_cpu_sensors(const telemetry::cpu_sensors& sensors);
+
+/// The `coolbench who` block of one GPU.
+[[nodiscard]] std::string format_gpu_processes(
+    const telemetry::gpu_identity& id, const std::vector<telemetry::gpu_process>& processes);
+
+/// Header and one line per sample of `coolbench monitor`, like nvidia-smi dmon.
+[[nodiscard]] std::string monitor_header();
+[[nodiscard]] std::string monitor_line(double time_s, int gpu, const telemetry::gpu_sample& s);
+
+/// CSV header and row of `coolbench monitor --csv`; empty cells for readings
+/// without a value.
+[[nodiscard]] std::string csv_header();
+[[nodiscard]] std::string csv_row(double time_s, double unix_time_s, int gpu,
+                                  const telemetry::gpu_sample& s);
+
+/// JSON objects. A reading without a value is null, and its name is listed
+/// under "unsupported" or "failed".
+[[nodiscard]] nlohmann::json to_json(const telemetry::gpu_identity& id);
+[[nodiscard]] nlohmann::json to_json(const telemetry::gpu_sample& s);
+[[nodiscard]] nlohmann::json to_json(const std::vector<telemetry::gpu_process>& processes);
+[[nodiscard]] nlohmann::json to_json(const telemetry::cpu_sensors& sensors);
+
+}  // namespace coolbench::cli

@@ -1,0 +1,15 @@
+// Help texts, generated from docs/cli/*.md at build time (cmake/embed_text.cmake),
+// so `--help` and the documentation cannot drift apart.
+#pragma once
+
+#include <string_view>
+
+namespace coolbench::cli::help {
+
+std::string_view coolbench();
+std::string_view info();
+std::string_view monitor();
+std::string_view who();
+std::string_view wait_cool();
+
+}  // namespace coolbench::cli::help

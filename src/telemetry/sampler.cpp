@@ -1,0 +1,192 @@
+#include "coolbench/telemetry/sampler.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <limits>
+#include <mutex>
+#include <thread>
+
+#include "coolbench/core/clock.hpp"
+#include "coolbench/core/error.hpp"
+#include "coolbench/telemetry/ring_buffer.hpp"
+
+namespace coolbench::telemetry {
+namespace {
+
+class gpu_source final : public sample_source {
+ public:
+  explicit gpu_source(int cuda_ordinal) : m_gpu(cuda_ordinal) {}
+  gpu_sample read() override { return m_gpu.read(); }
+
+ private:
+  gpu_telemetry m_gpu;
+};
+
+/// The sample recorded when a read throws: its time, every reading failed.
+gpu_sample missing_sample(std::int64_t time_ns) {
+  gpu_sample s;
+  s.time_ns = time_ns;
+  for (auto* r : {&s.temp_gpu_c, &s.temp_mem_c, &s.pstate}) *r = reading<int>::failed();
+  for (auto* r : {&s.clock_sm_mhz, &s.clock_mem_mhz, &s.clock_graphics_mhz, &s.util_gpu_pct,
+                  &s.util_mem_pct}) {
+    *r = reading<unsigned>::failed();
+  }
+  for (auto* r : {&s.power_w, &s.power_avg_w}) *r = reading<double>::failed();
+  for (auto* r :
+       {&s.energy_mj, &s.clock_reasons, &s.memory_used_bytes, &s.reason_counters.sw_power_cap_ns,
+        &s.reason_counters.sync_boost_ns, &s.reason_counters.sw_thermal_ns,
+        &s.reason_counters.hw_thermal_ns, &s.reason_counters.hw_power_brake_ns}) {
+    *r = reading<std::uint64_t>::failed();
+  }
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<sample_source> make_gpu_source(int cuda_ordinal) {
+  return std::make_unique<gpu_source>(cuda_ordinal);
+}
+
+struct sampler::state {
+  std::unique_ptr<sample_source> source;
+  sampler_options options;
+
+  mutable std::mutex buffer_mutex;  // guards buffer and stats
+  ring_buffer<gpu_sample> buffer;
+  sampler_stats stats;
+  // Published with an atomic store so a reader never holds the sampler up.
+  std::atomic<std::shared_ptr<const gpu_sample>> latest;
+
+  std::mutex wake_mutex;  // guards stop_requested, for the timed wait
+  std::condition_variable wake;
+  bool stop_requested = false;
+  std::thread thread;
+  std::atomic<bool> running{false};
+
+  state(std::unique_ptr<sample_source> s, sampler_options o)
+      : source(std::move(s)), options(o), buffer(o.capacity) {}
+
+  /// Index of the first buffered sample with time_ns >= t (size() if none).
+  /// Call with buffer_mutex held.
+  std::size_t first_at_or_after(std::int64_t t) const {
+    std::size_t low = 0;
+    std::size_t high = buffer.size();
+    while (low < high) {
+      const std::size_t mid = low + (high - low) / 2;
+      if (buffer[mid].time_ns < t) {
+        low = mid + 1;
+      } else {
+        high = mid;
+      }
+    }
+    return low;
+  }
+
+  void take_one() {
+    const std::int64_t started_ns = steady_now_ns();
+    gpu_sample sample;
+    std::string error;
+    try {
+      sample = source->read();
+    } catch (const std::exception& e) {
+      sample = missing_sample(started_ns);
+      error = e.what();
+    }
+    latest.store(std::make_shared<const gpu_sample>(sample));
+    std::lock_guard lock(buffer_mutex);
+    buffer.push(sample);
+    ++stats.samples;
+    stats.dropped = buffer.dropped();
+    if (!error.empty()) {
+      ++stats.failed_reads;
+      stats.last_error = std::move(error);
+    }
+  }
+
+  void run() {
+    // Ticks sit on a fixed grid from the start, so the period does not drift
+    // with the time each read takes; a read that outruns its tick skips ahead.
+    const auto period = options.period;
+    auto next = steady_clock::now();
+    std::unique_lock lock(wake_mutex);
+    while (!stop_requested) {
+      lock.unlock();
+      take_one();
+      lock.lock();
+      next += period;
+      const auto now = steady_clock::now();
+      if (next < now) {
+        const auto behind = (now - next) / period + 1;
+        next += behind * period;
+        std::lock_guard stats_lock(buffer_mutex);
+        stats.late_ticks += static_cast<std::uint64_t>(behind);
+      }
+      wake.wait_until(lock, next, [this] { return stop_requested; });
+    }
+  }
+};
+
+sampler::sampler(std::unique_ptr<sample_source> source, sampler_options options) {
+  if (source == nullptr) throw invalid_argument("sampler needs a sample source");
+  if (options.period < std::chrono::milliseconds(1) ||
+      options.period > std::chrono::milliseconds(1000)) {
+    throw invalid_argument("sampler period must be 1 to 1000 ms, got " +
+                           std::to_string(options.period.count()) + " ms");
+  }
+  if (options.capacity == 0) throw invalid_argument("sampler capacity must be at least 1 sample");
+  m_state = std::make_unique<state>(std::move(source), options);
+}
+
+sampler::~sampler() { stop(); }
+
+void sampler::start() {
+  auto& s = *m_state;
+  if (s.thread.joinable()) return;
+  {
+    std::lock_guard lock(s.wake_mutex);
+    s.stop_requested = false;
+  }
+  s.thread = std::thread([&s] { s.run(); });
+  s.running = true;
+}
+
+void sampler::stop() {
+  auto& s = *m_state;
+  if (!s.thread.joinable()) return;
+  {
+    std::lock_guard lock(s.wake_mutex);
+    s.stop_requested = true;
+  }
+  s.wake.notify_all();
+  s.thread.join();
+  s.running = false;
+}
+
+bool sampler::running() const noexcept { return m_state->running.load(); }
+
+std::shared_ptr<const gpu_sample> sampler::latest() const { return m_state->latest.load(); }
+
+std::vector<gpu_sample> sampler::between(std::int64_t from_ns, std::int64_t to_ns) const {
+  std::vector<gpu_sample> out;
+  std::lock_guard lock(m_state->buffer_mutex);
+  const auto& buffer = m_state->buffer;
+  // Samples are in time order: find the first by bisection, not a scan.
+  for (std::size_t i = m_state->first_at_or_after(from_ns); i < buffer.size(); ++i) {
+    if (buffer[i].time_ns > to_ns) break;
+    out.push_back(buffer[i]);
+  }
+  return out;
+}
+
+std::vector<gpu_sample> sampler::since(std::int64_t after_ns) const {
+  return between(after_ns + 1, std::numeric_limits<std::int64_t>::max());
+}
+
+sampler_stats sampler::stats() const {
+  std::lock_guard lock(m_state->buffer_mutex);
+  return m_state->stats;
+}
+
+const sampler_options& sampler::options() const noexcept { return m_state->options; }
+
+}  // namespace coolbench::telemetry

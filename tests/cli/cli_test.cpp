@@ -1,0 +1,518 @@
+// The coolbench command run as a child process: the documented exit codes (docs/cli/*.md), the
+// one-line errors, the help texts, and every command over the doubles of NVML and the CUDA
+// driver (tests/telemetry/fake), scripted through the child's environment.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in unistd.h
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using env_map = std::map<std::string, std::string>;
+
+// Above PID_MAX_LIMIT (2^22): no process has this pid, so NVML names it "fakeproc<pid>".
+constexpr unsigned absent_pid = 4194304 + 77;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::size_t count_of(const std::string& text, char c) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), c));
+}
+
+std::size_t csv_cells(const std::string& line) { return count_of(line, ',') + 1; }
+
+// The environment of this process without the variables that script coolbench or the doubles.
+env_map clean_environment() {
+  env_map env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    const std::size_t equals = text.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string name = text.substr(0, equals);
+    if (name.starts_with("COOLBENCH_") || name.starts_with("FAKE_")) continue;
+    env[name] = text.substr(equals + 1);
+  }
+  return env;
+}
+
+// coolbench over the doubles, with `script` added (FAKE_NVML_PROCESSES=…).
+env_map with_fakes(const env_map& script = {}) {
+  env_map env = clean_environment();
+  env["COOLBENCH_NVML_LIBRARY"] = FAKE_NVML_PATH;
+  env["COOLBENCH_CUDA_LIBRARY"] = FAKE_CUDA_PATH;
+  for (const auto& [name, value] : script) env[name] = value;
+  return env;
+}
+
+// coolbench on a machine without the NVIDIA driver.
+env_map without_driver() {
+  env_map env = with_fakes();
+  env["COOLBENCH_NVML_LIBRARY"] = "/nonexistent/libnvidia-ml.so.1";
+  return env;
+}
+
+struct result {
+  int code = -1;  ///< exit status; -1 when the child did not exit normally
+  std::string out;
+  std::string err;
+};
+
+/// A coolbench child whose stdout and stderr go to files.
+class child {
+ public:
+  child(const std::vector<std::string>& args, const env_map& env, const fs::path& dir) {
+    static int serial = 0;
+    const std::string stem = "run" + std::to_string(++serial);
+    m_out_path = dir / (stem + ".out");
+    m_err_path = dir / (stem + ".err");
+    // Everything the child needs is built before fork: it only dup2s and execs.
+    std::vector<std::string> argv_text = {COOLBENCH_EXE};
+    argv_text.insert(argv_text.end(), args.begin(), args.end());
+    std::vector<std::string> env_text;
+    for (const auto& [name, value] : env) env_text.push_back(name + "=" + value);
+    std::vector<char*> argv;
+    for (auto& a : argv_text) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<char*> envp;
+    for (auto& e : env_text) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    const int out = open(m_out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    const int err = open(m_err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (out < 0 || err < 0 || null < 0) {
+      ADD_FAILURE() << "cannot open the output files in " << dir << ": " << std::strerror(errno);
+      for (const int fd : {out, err, null}) {
+        if (fd >= 0) close(fd);
+      }
+      return;
+    }
+    m_pid = fork();
+    if (m_pid == 0) {
+      if (dup2(null, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 ||
+          dup2(err, STDERR_FILENO) < 0) {
+        _exit(126);
+      }
+      execve(argv[0], argv.data(), envp.data());
+      _exit(127);
+    }
+    if (m_pid < 0) ADD_FAILURE() << "fork failed: " << std::strerror(errno);
+    close(out);
+    close(err);
+    close(null);
+  }
+  ~child() {
+    if (m_pid > 0) {
+      kill(m_pid, SIGKILL);
+      waitpid(m_pid, nullptr, 0);
+    }
+  }
+  child(const child&) = delete;
+  child& operator=(const child&) = delete;
+  child(child&&) = delete;
+  child& operator=(child&&) = delete;
+
+  [[nodiscard]] pid_t pid() const noexcept { return m_pid; }
+
+  /// Waits for the child to end (killing it after `limit`) and collects its output.
+  result wait(std::chrono::seconds limit = 20s) {
+    result r;
+    if (m_pid <= 0) return r;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    int status = 0;
+    while (true) {
+      const pid_t done = waitpid(m_pid, &status, WNOHANG);
+      if (done == m_pid) break;
+      if (done < 0 && errno != EINTR) {
+        ADD_FAILURE() << "waitpid failed: " << std::strerror(errno);
+        return r;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "coolbench still runs after " << limit.count() << " s: killed";
+        kill(m_pid, SIGKILL);
+        waitpid(m_pid, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(2ms);
+    }
+    m_pid = -1;
+    if (WIFEXITED(status)) {
+      r.code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+      ADD_FAILURE() << "coolbench died of signal " << WTERMSIG(status);
+    }
+    r.out = read_file(m_out_path);
+    r.err = read_file(m_err_path);
+    return r;
+  }
+
+ private:
+  pid_t m_pid = -1;
+  fs::path m_out_path;
+  fs::path m_err_path;
+};
+
+class cli_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::path(::testing::TempDir()) / "coolbench_cli_test.XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr) << std::strerror(errno);
+    m_dir = pattern;
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(m_dir, ignored);
+  }
+
+  result run(const std::vector<std::string>& args, const env_map& env = with_fakes()) {
+    child c(args, env, m_dir);
+    return c.wait();
+  }
+
+  [[nodiscard]] const fs::path& dir() const noexcept { return m_dir; }
+
+ private:
+  fs::path m_dir;
+};
+
+std::string describe(const std::vector<std::string>& args, const result& r) {
+  std::string text = "coolbench";
+  for (const auto& a : args) text += " " + a;
+  return text + "\n--- exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" +
+         r.err;
+}
+
+// An error the way coolbench reports one: exactly one line on stderr.
+void expect_one_line(const std::string& err, const std::string& prefix) {
+  EXPECT_EQ(count_of(err, '\n'), 1U) << err;
+  EXPECT_TRUE(err.ends_with("\n")) << err;
+  EXPECT_TRUE(err.starts_with(prefix)) << err;
+}
+
+std::string doc(const std::string& name) {
+  const fs::path path = fs::path(PROJECT_SOURCE_DIR) / "docs" / "cli" / (name + ".md");
+  std::string text = read_file(path);
+  EXPECT_FALSE(text.empty()) << path;
+  return text;
+}
+
+// ---- The command line ------------------------------------------------------------------------
+
+TEST_F(cli_test, no_command_is_a_usage_error_with_the_help_on_stderr) {
+  const result r = run({});
+  EXPECT_EQ(r.code, 2) << describe({}, r);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("Usage: coolbench <command>"), std::string::npos) << r.err;
+}
+
+TEST_F(cli_test, an_unknown_flag_is_one_line_naming_it) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--bogus-flag"},
+                                               {"info", "--bogus-flag"},
+                                               {"monitor", "--bogus-flag"},
+                                               {"who", "--bogus-flag"}}) {
+    const result r = run(args);
+    EXPECT_EQ(r.code, 2) << describe(args, r);
+    EXPECT_EQ(r.out, "") << describe(args, r);
+    expect_one_line(r.err, "coolbench");
+    EXPECT_NE(r.err.find("--bogus-flag"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(cli_test, bad_values_are_usage_errors) {
+  // The command line, and the option the one-line error must name.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"monitor", "--period", "0"}, "--period"},
+      {{"monitor", "--period", "1001"}, "--period"},
+      {{"monitor", "--duration", "-1"}, "--duration"},
+      {{"info", "--device", "x"}, "--device"},
+      {{"wait-cool", "--below", "50", "--period", "5"}, "--period"},
+      {{"wait-cool", "--below", "121"}, "--below"}};
+  for (const auto& [args, option] : cases) {
+    const result r = run(args);
+    EXPECT_EQ(r.code, 2) << describe(args, r);
+    expect_one_line(r.err, "coolbench " + args[0] + ": ");
+    EXPECT_NE(r.err.find(option), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(cli_test, wait_cool_needs_below) {
+  const result r = run({"wait-cool"});
+  EXPECT_EQ(r.code, 2) << describe({"wait-cool"}, r);
+  expect_one_line(r.err, "coolbench wait-cool: ");
+  EXPECT_NE(r.err.find("--below"), std::string::npos) << r.err;
+}
+
+TEST_F(cli_test, help_prints_the_documentation) {
+  for (const char* flag : {"--help", "-h"}) {
+    const result r = run({flag});
+    EXPECT_EQ(r.code, 0) << describe({flag}, r);
+    EXPECT_EQ(r.out, doc("coolbench"));
+    EXPECT_EQ(r.err, "");
+  }
+  for (const std::string command : {"info", "monitor", "who", "wait-cool"}) {
+    const result r = run({command, "--help"});
+    EXPECT_EQ(r.code, 0) << describe({command, "--help"}, r);
+    EXPECT_EQ(r.out, doc(command)) << command;
+    EXPECT_EQ(r.err, "") << command;
+  }
+  // Help wins over what else is on the line, and needs no GPU.
+  const result r = run({"wait-cool", "--help"}, without_driver());
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, doc("wait-cool"));
+}
+
+TEST_F(cli_test, version_prints_one_line) {
+  const result r = run({"--version"});
+  EXPECT_EQ(r.code, 0) << describe({"--version"}, r);
+  EXPECT_TRUE(r.out.starts_with("coolbench ")) << r.out;
+  EXPECT_EQ(count_of(r.out, '\n'), 1U) << r.out;
+  EXPECT_EQ(r.err, "");
+}
+
+// ---- Without the NVIDIA driver --------------------------------------------------------------
+
+TEST_F(cli_test, info_without_a_driver_shows_the_host_and_exits_3) {
+  const result r = run({"info"}, without_driver());
+  EXPECT_EQ(r.code, 3) << describe({"info"}, r);
+  EXPECT_NE(r.out.find("Host sensors"), std::string::npos) << r.out;
+  expect_one_line(r.err, "coolbench info: ");
+  EXPECT_NE(r.err.find("driver"), std::string::npos) << r.err;
+
+  const result j = run({"info", "--json"}, without_driver());
+  EXPECT_EQ(j.code, 3) << describe({"info", "--json"}, j);
+  expect_one_line(j.err, "coolbench info: ");
+  const nlohmann::json report = nlohmann::json::parse(j.out);
+  EXPECT_TRUE(report.contains("host")) << j.out;
+  EXPECT_TRUE(report["gpus"].empty()) << j.out;
+}
+
+TEST_F(cli_test, gpu_commands_without_a_driver_exit_3_with_one_line) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"who"},
+                                               {"monitor"},
+                                               {"monitor", "--duration", "1"},
+                                               {"wait-cool", "--below", "50"}}) {
+    const result r = run(args, without_driver());
+    EXPECT_EQ(r.code, 3) << describe(args, r);
+    expect_one_line(r.err, "coolbench " + args[0] + ": ");
+    EXPECT_NE(r.err.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(cli_test, a_driver_that_is_not_loaded_exits_3) {
+  const result r = run({"who"}, with_fakes({{"FAKE_NVML_INIT_RESULT", "9"}}));
+  EXPECT_EQ(r.code, 3) << describe({"who"}, r);
+  expect_one_line(r.err, "coolbench who: ");
+  EXPECT_NE(r.err.find("NVML_ERROR_DRIVER_NOT_LOADED"), std::string::npos) << r.err;
+}
+
+// ---- Over the doubles ------------------------------------------------------------------------
+
+TEST_F(cli_test, info_shows_every_gpu) {
+  const result r = run({"info"});
+  EXPECT_EQ(r.code, 0) << describe({"info"}, r);
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("Host sensors"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GPU 0: Fake GPU 0\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GPU 1: Fake GPU 1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("temperature [C]       GPU 40, memory 35"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("power [W]             now 120.0, average 110.0"), std::string::npos)
+      << r.out;
+}
+
+TEST_F(cli_test, info_json_of_one_device) {
+  const result r = run({"info", "--device", "0", "--json"});
+  ASSERT_EQ(r.code, 0) << describe({"info", "--device", "0", "--json"}, r);
+  EXPECT_EQ(r.err, "");
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(report.contains("host"));
+  ASSERT_EQ(report["gpus"].size(), 1U) << r.out;
+  const nlohmann::json& gpu = report["gpus"][0];
+  EXPECT_EQ(gpu["identity"]["name"], "Fake GPU 0");
+  EXPECT_EQ(gpu["identity"]["pci_bus_id"], "00000000:00:00.0");
+  EXPECT_EQ(gpu["identity"]["compute_capability"], 90);
+  EXPECT_EQ(gpu["sample"]["temp_gpu_c"], 40);
+  EXPECT_EQ(gpu["sample"]["power_w"], 120.0);
+  EXPECT_FALSE(gpu["sample"].contains("unsupported")) << gpu["sample"].dump();
+  EXPECT_TRUE(gpu["processes"].is_array());
+}
+
+TEST_F(cli_test, info_json_marks_unsupported_readings) {
+  const result r = run({"info", "--device", "1", "--json"},
+                       with_fakes({{"FAKE_NVML_UNSUPPORTED", "nvmlDeviceGetTemperature"}}));
+  ASSERT_EQ(r.code, 0) << describe({"info", "--device", "1", "--json"}, r);
+  const nlohmann::json sample = nlohmann::json::parse(r.out)["gpus"][0]["sample"];
+  EXPECT_TRUE(sample["temp_gpu_c"].is_null()) << sample.dump();
+  EXPECT_EQ(sample["unsupported"], nlohmann::json::array({"temp_gpu_c"})) << sample.dump();
+}
+
+TEST_F(cli_test, a_device_that_does_not_exist_exits_4) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"info", "--device", "5"},
+                                               {"monitor", "--device", "5", "--duration", "1"},
+                                               {"wait-cool", "--below", "50", "--device", "5"}}) {
+    const result r = run(args);
+    EXPECT_EQ(r.code, 4) << describe(args, r);
+    expect_one_line(r.err, "coolbench " + args[0] + ": ");
+    EXPECT_NE(r.err.find("CUDA sees 2 GPU(s)"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(cli_test, who_lists_the_processes) {
+  const std::string pid = std::to_string(absent_pid);
+  const env_map env = with_fakes({{"FAKE_NVML_PROCESSES", pid + ":1048576"}});
+  const result r = run({"who"}, env);
+  EXPECT_EQ(r.code, 0) << describe({"who"}, r);
+  EXPECT_EQ(r.err, "");
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 4U) << r.out;
+  EXPECT_TRUE(lines[0].starts_with("GPU 0: Fake GPU 0 (00000000:00:00.0): 1 process holds"))
+      << r.out;
+  EXPECT_NE(lines[2].find(pid), std::string::npos) << r.out;
+  EXPECT_NE(lines[2].find("compute"), std::string::npos) << r.out;
+  EXPECT_NE(lines[2].find("fakeproc" + pid), std::string::npos) << r.out;
+  EXPECT_EQ(lines[3], "GPU 1: Fake GPU 1 (00000000:01:00.0): no process holds a context");
+
+  const result j = run({"who", "--json"}, env);
+  ASSERT_EQ(j.code, 0) << describe({"who", "--json"}, j);
+  const nlohmann::json report = nlohmann::json::parse(j.out);
+  ASSERT_EQ(report.size(), 2U);
+  ASSERT_EQ(report[0]["processes"].size(), 1U);
+  EXPECT_EQ(report[0]["processes"][0]["pid"], absent_pid);
+  EXPECT_EQ(report[0]["processes"][0]["used_memory_bytes"], 1048576);
+  EXPECT_TRUE(report[1]["processes"].empty());
+}
+
+TEST_F(cli_test, who_without_gpus_says_so) {
+  const result r = run({"who"}, with_fakes({{"FAKE_CUDA_INIT_RESULT", "100"}}));
+  EXPECT_EQ(r.code, 0) << describe({"who"}, r);
+  EXPECT_NE(r.out.find("No GPU is visible to CUDA"), std::string::npos) << r.out;
+}
+
+// The CSV's rows: each a whole line with the header's columns.
+void expect_complete_csv(const std::string& csv, std::size_t min_rows) {
+  ASSERT_FALSE(csv.empty());
+  EXPECT_TRUE(csv.ends_with("\n")) << "the last line is cut: " << csv.substr(csv.rfind('\n'));
+  const std::vector<std::string> lines = lines_of(csv);
+  ASSERT_GE(lines.size(), 1 + min_rows) << csv;
+  EXPECT_TRUE(lines[0].starts_with("time_s,unix_time_s,gpu,power_w,")) << lines[0];
+  const std::size_t columns = csv_cells(lines[0]);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    EXPECT_EQ(csv_cells(lines[i]), columns) << "row " << i << ": " << lines[i];
+    EXPECT_TRUE(lines[i].find(",120.000,110.000,40,35,") != std::string::npos) << lines[i];
+  }
+}
+
+TEST_F(cli_test, monitor_prints_and_writes_a_line_per_sample) {
+  const std::string csv = (dir() / "monitor.csv").string();
+  const std::vector<std::string> args = {"monitor", "--period", "10", "--duration",
+                                         "0.3",     "--csv",    csv};
+  const result r = run(args);
+  ASSERT_EQ(r.code, 0) << describe(args, r);
+  EXPECT_EQ(r.err, "");
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_GE(lines.size(), 2U + 10U) << r.out;
+  EXPECT_TRUE(lines[0].starts_with("#")) << r.out;
+  EXPECT_NE(lines[0].find("gtemp"), std::string::npos) << r.out;
+  EXPECT_TRUE(lines[1].starts_with("#")) << r.out;
+  for (std::size_t i = 2; i < lines.size(); ++i) {
+    EXPECT_NE(lines[i].find(" 40 "), std::string::npos) << lines[i];
+    EXPECT_EQ(lines[i].find("n/a"), std::string::npos) << lines[i];
+  }
+  const std::string text = read_file(csv);
+  expect_complete_csv(text, 10);
+  // One CSV row per printed line.
+  EXPECT_EQ(lines_of(text).size() - 1, lines.size() - 2);
+}
+
+TEST_F(cli_test, monitor_cannot_write_its_csv_exits_4) {
+  const std::string csv = (dir() / "no-such-folder" / "monitor.csv").string();
+  const std::vector<std::string> args = {"monitor", "--duration", "1", "--csv", csv};
+  const result r = run(args);
+  EXPECT_EQ(r.code, 4) << describe(args, r);
+  expect_one_line(r.err, "coolbench monitor: ");
+  EXPECT_NE(r.err.find(csv), std::string::npos) << r.err;
+}
+
+TEST_F(cli_test, monitor_ends_at_ctrl_c_with_a_complete_csv) {
+  const std::string csv = (dir() / "interrupted.csv").string();
+  const std::vector<std::string> args = {"monitor", "--period", "10", "--csv", csv};
+  child c(args, with_fakes(), dir());
+  ASSERT_GT(c.pid(), 0);
+  // The header is written after the handler is installed: from then on SIGINT is Ctrl-C. Waiting
+  // for 10 rows too keeps the test deterministic on a loaded machine.
+  const auto start = std::chrono::steady_clock::now();
+  while (lines_of(read_file(csv)).size() < 11 && std::chrono::steady_clock::now() - start < 10s) {
+    std::this_thread::sleep_for(5ms);
+  }
+  std::this_thread::sleep_until(start + 300ms);
+  ASSERT_EQ(kill(c.pid(), SIGINT), 0) << std::strerror(errno);
+  const result r = c.wait();
+  EXPECT_EQ(r.code, 0) << describe(args, r);
+  EXPECT_EQ(r.err, "");
+  expect_complete_csv(read_file(csv), 10);
+}
+
+TEST_F(cli_test, wait_cool_returns_once_cool_enough) {
+  const std::vector<std::string> args = {"wait-cool", "--below", "50"};
+  const result r = run(args);
+  EXPECT_EQ(r.code, 0) << describe(args, r);
+  EXPECT_NE(r.out.find("GPU 0: 40 C <= 50 C"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");
+  const result quiet = run({"wait-cool", "--below", "40", "--quiet", "--device", "0"});
+  EXPECT_EQ(quiet.code, 0);
+  EXPECT_EQ(quiet.out, "");
+}
+
+TEST_F(cli_test, wait_cool_times_out_with_exit_5) {
+  const std::vector<std::string> args = {"wait-cool", "--below",  "30", "--timeout",
+                                         "0.5",       "--period", "50"};
+  const auto start = std::chrono::steady_clock::now();
+  const result r = run(args);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.code, 5) << describe(args, r);
+  expect_one_line(r.err, "coolbench wait-cool: ");
+  EXPECT_NE(r.err.find("40 C"), std::string::npos) << r.err;
+  EXPECT_GE(took, 500ms);
+  EXPECT_LT(took, 10s);
+}
+
+TEST_F(cli_test, wait_cool_on_a_gpu_without_a_temperature_exits_3) {
+  const std::vector<std::string> args = {"wait-cool", "--below", "50"};
+  const result r = run(args, with_fakes({{"FAKE_NVML_UNSUPPORTED", "nvmlDeviceGetTemperature"}}));
+  EXPECT_EQ(r.code, 3) << describe(args, r);
+  expect_one_line(r.err, "coolbench wait-cool: ");
+}
+
+}  // namespace

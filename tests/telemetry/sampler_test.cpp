@@ -1,0 +1,201 @@
+#include "coolbench/telemetry/sampler.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+
+#include "coolbench/core/clock.hpp"
+#include "coolbench/core/error.hpp"
+
+namespace coolbench::telemetry {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// Counts its reads; throws on every `fail_every`-th; can take `delay` per read.
+class scripted_source final : public sample_source {
+ public:
+  explicit scripted_source(std::atomic<int>& reads, int fail_every = 0,
+                           std::chrono::milliseconds delay = 0ms)
+      : m_reads(reads), m_fail_every(fail_every), m_delay(delay) {}
+
+  gpu_sample read() override {
+    const int n = ++m_reads;
+    gpu_sample s;
+    s.time_ns = steady_now_ns();
+    if (m_delay > 0ms) std::this_thread::sleep_for(m_delay);
+    if (m_fail_every > 0 && n % m_fail_every == 0)
+      throw std::runtime_error("sensor hiccup " + std::to_string(n));
+    s.temp_gpu_c = reading<int>::of(n);
+    s.clock_sm_mhz = reading<unsigned>::of(1980);
+    return s;
+  }
+
+ private:
+  std::atomic<int>& m_reads;
+  int m_fail_every;
+  std::chrono::milliseconds m_delay;
+};
+
+std::unique_ptr<sample_source> source(std::atomic<int>& reads, int fail_every = 0,
+                                      std::chrono::milliseconds delay = 0ms) {
+  return std::make_unique<scripted_source>(reads, fail_every, delay);
+}
+
+TEST(sampler, period_must_be_1_to_1000_ms) {
+  std::atomic<int> reads{0};
+  EXPECT_THROW(sampler(source(reads), {.period = 0ms}), invalid_argument);
+  EXPECT_THROW(sampler(source(reads), {.period = 1001ms}), invalid_argument);
+  EXPECT_THROW(sampler(source(reads), {.period = 50ms, .capacity = 0}), invalid_argument);
+  EXPECT_THROW(sampler(nullptr), invalid_argument);
+  EXPECT_NO_THROW(sampler(source(reads), {.period = 1ms}));
+  EXPECT_NO_THROW(sampler(source(reads), {.period = 1000ms}));
+  EXPECT_EQ(sampler(source(reads)).options().period, 50ms);  // the documented default
+}
+
+TEST(sampler, first_sample_is_taken_at_start) {
+  std::atomic<int> reads{0};
+  sampler s(source(reads), {.period = 1000ms});
+  EXPECT_EQ(s.latest(), nullptr);
+  s.start();
+  const auto deadline = steady_clock::now() + 500ms;
+  while (s.latest() == nullptr && steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  ASSERT_NE(s.latest(), nullptr);
+  EXPECT_EQ(s.latest()->temp_gpu_c.value, 1);
+}
+
+TEST(sampler, keeps_its_period_without_drift) {
+  std::atomic<int> reads{0};
+  sampler s(source(reads), {.period = 10ms});
+  const std::int64_t start = steady_now_ns();
+  s.start();
+  std::this_thread::sleep_for(400ms);
+  s.stop();
+  const auto samples = s.since(start - 1);
+  // 41 ticks fit in 400 ms; a loaded 2-core CI machine may lose a few.
+  EXPECT_GE(samples.size(), 30U);
+  EXPECT_LE(samples.size(), 42U);
+  std::vector<std::int64_t> gaps;
+  for (std::size_t i = 1; i < samples.size(); ++i)
+    gaps.push_back(samples[i].time_ns - samples[i - 1].time_ns);
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2),
+                   gaps.end());
+  const double median_ms = static_cast<double>(gaps[gaps.size() / 2]) / 1e6;
+  EXPECT_NEAR(median_ms, 10.0, 1.5);
+  // Ticks sit on a grid: the span of n samples is (n - 1) periods, not more.
+  const double span_ms =
+      static_cast<double>(samples.back().time_ns - samples.front().time_ns) / 1e6;
+  EXPECT_NEAR(span_ms / static_cast<double>(samples.size() - 1), 10.0, 1.0);
+}
+
+TEST(sampler, stop_does_not_wait_out_the_period) {
+  std::atomic<int> reads{0};
+  sampler s(source(reads), {.period = 1000ms});
+  s.start();
+  std::this_thread::sleep_for(20ms);
+  const auto before = steady_clock::now();
+  s.stop();
+  EXPECT_LT(steady_clock::now() - before, 200ms);
+  EXPECT_FALSE(s.running());
+  EXPECT_EQ(reads.load(), 1);
+}
+
+TEST(sampler, a_failed_read_is_recorded_as_missing_and_sampling_goes_on) {
+  std::atomic<int> reads{0};
+  sampler s(source(reads, /*fail_every=*/3), {.period = 2ms});
+  s.start();
+  while (reads.load() < 10) std::this_thread::sleep_for(1ms);
+  s.stop();
+  const auto samples = s.since(0);
+  const auto stats = s.stats();
+  ASSERT_EQ(samples.size(), stats.samples);
+  std::size_t missing = 0;
+  for (const auto& sample : samples) {
+    if (sample.temp_gpu_c.status == reading_status::failed) {
+      ++missing;
+      EXPECT_EQ(sample.clock_sm_mhz.status, reading_status::failed);
+      EXPECT_EQ(sample.power_w.status, reading_status::failed);
+      EXPECT_EQ(sample.reason_counters.hw_thermal_ns.status, reading_status::failed);
+      EXPECT_GT(sample.time_ns, 0);
+    } else {
+      EXPECT_TRUE(sample.temp_gpu_c.ok());
+      EXPECT_NE(sample.temp_gpu_c.value % 3, 0);
+    }
+  }
+  EXPECT_EQ(missing, stats.failed_reads);
+  EXPECT_GE(missing, 3U);
+  EXPECT_NE(stats.last_error.find("sensor hiccup"), std::string::npos);
+}
+
+TEST(sampler, between_returns_the_samples_inside_the_window) {
+  std::atomic<int> reads{0};
+  sampler s(source(reads), {.period = 5ms});
+  s.start();
+  std::this_thread::sleep_for(100ms);
+  s.stop();
+  const auto all = s.since(0);
+  ASSERT_GE(all.size(), 6U);
+  const std::int64_t from = all[2].time_ns;
+  const std::int64_t to = all[4].time_ns;
+  const auto window = s.between(from, to);
+  ASSERT_EQ(window.size(), 3U);
+  EXPECT_EQ(window.front().time_ns, from);
+  EXPECT_EQ(window.back().time_ns, to);
+  EXPECT_EQ(s.since(all[4].time_ns).size(), all.size() - 5);
+  EXPECT_TRUE(s.between(to, from).empty());
+  EXPECT_TRUE(s.since(all.back().time_ns).empty());
+}
+
+TEST(sampler, a_full_buffer_drops_the_oldest) {
+  std::atomic<int> reads{0};
+  sampler s(source(reads), {.period = 1ms, .capacity = 5});
+  s.start();
+  while (reads.load() < 20) std::this_thread::sleep_for(1ms);
+  s.stop();
+  const auto kept = s.since(0);
+  const auto stats = s.stats();
+  EXPECT_EQ(kept.size(), 5U);
+  EXPECT_EQ(stats.dropped, stats.samples - 5);
+  EXPECT_EQ(kept.back().temp_gpu_c.value, static_cast<int>(stats.samples));
+}
+
+TEST(sampler, a_slow_read_skips_ticks_and_counts_them) {
+  std::atomic<int> reads{0};
+  sampler s(source(reads, 0, /*delay=*/25ms), {.period = 10ms});
+  s.start();
+  std::this_thread::sleep_for(200ms);
+  s.stop();
+  const auto stats = s.stats();
+  EXPECT_GT(stats.late_ticks, 0U);
+  EXPECT_LE(stats.samples, 10U);  // 25 ms reads on a 10 ms grid: one read per 30 ms
+}
+
+TEST(sampler, readers_in_other_threads_and_restart) {
+  std::atomic<int> reads{0};
+  sampler s(source(reads), {.period = 1ms});
+  s.start();
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    while (!done) {
+      if (auto latest = s.latest()) {
+        EXPECT_TRUE(latest->temp_gpu_c.ok());
+      }
+      (void)s.since(steady_now_ns() - 5'000'000);
+    }
+  });
+  std::this_thread::sleep_for(50ms);
+  s.stop();
+  const auto first_run = s.stats().samples;
+  s.start();
+  std::this_thread::sleep_for(20ms);
+  s.stop();
+  done = true;
+  reader.join();
+  EXPECT_GT(s.stats().samples, first_run);
+}
+
+}  // namespace
+}  // namespace coolbench::telemetry
