@@ -108,15 +108,22 @@ int main(int argc, char** argv) {
     coolbench::telemetry::gpu_telemetry gpu(device);
     std::printf("GPU %d: %s, driver %s\n\n", device, gpu.identity().name.c_str(),
                 gpu.identity().driver_version.c_str());
-    const auto t0 = std::chrono::steady_clock::now();
-    constexpr int reads = 200;
-    for (int i = 0; i < reads; ++i) (void)gpu.read();
-    const double read_us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
-        reads;
-    std::printf("One full read (every sensor of a sample): %.1f us wall, mean of %d\n\n", read_us,
-                reads);
+    const auto per_read_us = [&](coolbench::telemetry::read_scope scope, int reads) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < reads; ++i) (void)gpu.read(scope);
+      return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                 .count() /
+             reads;
+    };
+    const double fast_us = per_read_us(coolbench::telemetry::read_scope::fast, 1000);
+    const double all_us = per_read_us(coolbench::telemetry::read_scope::all, 50);
+    std::printf("| read | wall time per read |\n|---|---|\n");
+    std::printf(
+        "| fast (every tick) | %.1f us |\n| all (fast + energy, HW thermal and power-brake "
+        "counters) | %.1f us |\n\n",
+        fast_us, all_us);
   }
+  std::printf("Sampler thread, costly readings every 1 s (the default):\n\n");
   std::printf("| period | samples | failed | late ticks | CPU time | CPU of one core |\n");
   std::printf("|---|---|---|---|---|---|\n");
   for (const int period_ms : {10, 50, 200}) {

@@ -11,9 +11,12 @@ mkdir -p "$out"
   date -u; nvidia-smi --query-gpu=name,driver_version,temperature.gpu,clocks.sm,power.draw --format=csv
   git log -1 --format='commit %H' 2>/dev/null || true
 } | tee "$out/env.txt"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_WERROR=ON \
+# Warnings stay warnings here: this machine's compiler differs from CI's (which
+# builds with -Werror) and may warn where CI's does not; they are listed below.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_WERROR=OFF \
   -DCOOLBENCH_DEPS_DIR="$PWD/.device-deps" >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
 cmake --build build -j 16 >"$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -60; exit 1; }
+grep -E "warning:" "$out/build.log" | sort -u | head -20
 ctest --test-dir build --output-on-failure -j 4 -LE gpu 2>&1 | tail -15 | tee "$out/ctest-cpu.txt"
 ctest --test-dir build --output-on-failure -V -L gpu >"$out/ctest-gpu.txt" 2>&1
 grep -E "RECORD|Passed|Failed|Skipped|tests passed|FAILED|Failure|Expected|Which is|actual" "$out/ctest-gpu.txt" | head -60

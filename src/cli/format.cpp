@@ -225,6 +225,7 @@ class json_writer {
   ~json_writer() {
     if (!m_unsupported.empty()) m_object["unsupported"] = m_unsupported;
     if (!m_failed.empty()) m_object["failed"] = m_failed;
+    if (!m_skipped.empty()) m_object["skipped"] = m_skipped;
   }
   json_writer(const json_writer&) = delete;
   json_writer& operator=(const json_writer&) = delete;
@@ -238,13 +239,18 @@ class json_writer {
       return;
     }
     m_object[name] = nullptr;
-    (r.status == telemetry::reading_status::failed ? m_failed : m_unsupported).emplace_back(name);
+    switch (r.status) {
+      case telemetry::reading_status::failed: m_failed.emplace_back(name); break;
+      case telemetry::reading_status::skipped: m_skipped.emplace_back(name); break;
+      default: m_unsupported.emplace_back(name); break;
+    }
   }
 
  private:
   nlohmann::json& m_object;
   std::vector<std::string> m_unsupported;
   std::vector<std::string> m_failed;
+  std::vector<std::string> m_skipped;
 };
 
 }  // namespace

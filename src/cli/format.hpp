@@ -38,7 +38,7 @@ template <class T>
                                   const telemetry::gpu_sample& s);
 
 /// JSON objects. A reading without a value is null, and its name is listed
-/// under "unsupported" or "failed".
+/// under "unsupported", "failed" or "skipped".
 [[nodiscard]] nlohmann::json to_json(const telemetry::gpu_identity& id);
 [[nodiscard]] nlohmann::json to_json(const telemetry::gpu_sample& s);
 [[nodiscard]] nlohmann::json to_json(const std::vector<telemetry::gpu_process>& processes);

@@ -17,6 +17,9 @@ using namespace detail;  // NOLINT(google-build-using-namespace): the NVML ABI n
 
 namespace {
 
+// Marks a field a fast read did not ask for (not an NVML code).
+constexpr nvml_return field_not_read = -1;
+
 /// Reads one value through an optional NVML entry point. A missing entry
 /// point or an "unsupported" answer gives unsupported; other errors, failed;
 /// a lost GPU throws, because nothing else on it can be read either.
@@ -31,6 +34,7 @@ reading<T> read_value(const nvml& lib, const char* call, Fn fn, nvml_device devi
 }
 
 reading<std::uint64_t> field_as_u64(const nvml_field_value& field) {
+  if (field.nvml_result == field_not_read) return reading<std::uint64_t>::skipped();
   if (field.nvml_result != nvml_success) {
     return nvml_means_unsupported(field.nvml_result) ? reading<std::uint64_t>::unsupported()
                                                      : reading<std::uint64_t>::failed();
@@ -99,15 +103,17 @@ std::string read_system_string(nvml_system_string_fn fn) {
                                                                                  : std::string{};
 }
 
-// Indexes into the field-value batch read() asks for in one NVML call.
+// Indexes into the field-value batch read() asks for in one NVML call. The
+// costly fields come last, so a fast read asks for the first fast_slot_count.
 enum field_slot : std::size_t {
   slot_memory_temp,
   slot_power_instant,
   slot_power_average,
-  slot_energy,
   slot_sw_power_cap,
   slot_sync_boost,
   slot_sw_thermal,
+  fast_slot_count,
+  slot_energy = fast_slot_count,
   slot_hw_thermal,
   slot_hw_power_brake,
   slot_count,
@@ -120,25 +126,30 @@ struct gpu_telemetry::impl {
   nvml_device device = nullptr;
   gpu_identity identity;
   // In field_slot order.
-  std::array<std::uint32_t, slot_count> field_ids{
-      nvml_fi_memory_temp,          nvml_fi_power_instant,
-      nvml_fi_power_average,        nvml_fi_energy,
-      nvml_fi_perf_policy_power,    nvml_fi_perf_policy_sync_boost,
-      nvml_fi_reason_sw_thermal,    nvml_fi_reason_hw_thermal,
-      nvml_fi_reason_hw_power_brake};
+  std::array<std::uint32_t, slot_count> field_ids{nvml_fi_memory_temp,
+                                                  nvml_fi_power_instant,
+                                                  nvml_fi_power_average,
+                                                  nvml_fi_perf_policy_power,
+                                                  nvml_fi_perf_policy_sync_boost,
+                                                  nvml_fi_reason_sw_thermal,
+                                                  nvml_fi_energy,
+                                                  nvml_fi_reason_hw_thermal,
+                                                  nvml_fi_reason_hw_power_brake};
 
-  std::array<nvml_field_value, slot_count> read_fields() const {
+  std::array<nvml_field_value, slot_count> read_fields(read_scope scope) const {
+    const std::size_t count = scope == read_scope::fast ? fast_slot_count : slot_count;
     std::array<nvml_field_value, slot_count> fields{};
-    for (std::size_t i = 0; i < slot_count; ++i) fields[i].field_id = field_ids[i];
-    if (lib->device_get_field_values == nullptr) {
-      for (auto& field : fields) field.nvml_result = nvml_error_function_not_found;
-      return fields;
+    for (std::size_t i = 0; i < slot_count; ++i) {
+      fields[i].field_id = field_ids[i];
+      fields[i].nvml_result = i < count ? nvml_success : field_not_read;
     }
-    const nvml_return result =
-        lib->device_get_field_values(device, static_cast<int>(slot_count), fields.data());
+    nvml_return result = nvml_error_function_not_found;
+    if (lib->device_get_field_values != nullptr) {
+      result = lib->device_get_field_values(device, static_cast<int>(count), fields.data());
+    }
     if (result == nvml_error_gpu_is_lost) lib->fail("nvmlDeviceGetFieldValues", result);
     if (result != nvml_success) {
-      for (auto& field : fields) field.nvml_result = result;
+      for (std::size_t i = 0; i < count; ++i) fields[i].nvml_result = result;
     }
     return fields;
   }
@@ -147,7 +158,7 @@ struct gpu_telemetry::impl {
     // Older drivers number the three slowdown counters 251–253 (see nvml_api.hpp).
     // Only an "unsupported" answer for the field itself counts: a transient
     // failure must not move the counters to ids the driver does not know.
-    const auto fields = read_fields();
+    const auto fields = read_fields(read_scope::fast);
     if (!nvml_means_unsupported(fields[slot_sw_thermal].nvml_result)) return;
     field_ids[slot_sw_thermal] = nvml_fi_reason_sw_thermal_old;
     field_ids[slot_hw_thermal] = nvml_fi_reason_hw_thermal_old;
@@ -271,7 +282,7 @@ gpu_telemetry& gpu_telemetry::operator=(gpu_telemetry&&) noexcept = default;
 
 const gpu_identity& gpu_telemetry::identity() const noexcept { return m_impl->identity; }
 
-gpu_sample gpu_telemetry::read() const {
+gpu_sample gpu_telemetry::read(read_scope scope) const {
   const nvml& n = *m_impl->lib;
   nvml_device device = m_impl->device;
   gpu_sample s;
@@ -287,7 +298,7 @@ gpu_sample gpu_telemetry::read() const {
   s.clock_mem_mhz = clock(nvml_clock_mem);
   s.clock_graphics_mhz = clock(nvml_clock_graphics);
 
-  const auto fields = m_impl->read_fields();
+  const auto fields = m_impl->read_fields(scope);
   s.temp_mem_c = convert<int>(field_as_u64(fields[slot_memory_temp]));
   s.power_w = milliwatts_to_watts(field_as_u64(fields[slot_power_instant]));
   if (!s.power_w.ok()) {
@@ -297,7 +308,7 @@ gpu_sample gpu_telemetry::read() const {
   }
   s.power_avg_w = milliwatts_to_watts(field_as_u64(fields[slot_power_average]));
   s.energy_mj = field_as_u64(fields[slot_energy]);
-  if (!s.energy_mj.ok()) {
+  if (s.energy_mj.status != reading_status::ok && s.energy_mj.status != reading_status::skipped) {
     s.energy_mj = read_value<std::uint64_t, unsigned long long>(
         n, "nvmlDeviceGetTotalEnergyConsumption", n.device_get_total_energy_consumption, device);
   }

@@ -7,6 +7,7 @@ std::string_view to_string(reading_status status) noexcept {
     case reading_status::ok: return "ok";
     case reading_status::unsupported: return "unsupported";
     case reading_status::failed: return "failed";
+    case reading_status::skipped: return "skipped";
   }
   return "unknown";
 }

@@ -16,7 +16,7 @@ namespace {
 class gpu_source final : public sample_source {
  public:
   explicit gpu_source(int cuda_ordinal) : m_gpu(cuda_ordinal) {}
-  gpu_sample read() override { return m_gpu.read(); }
+  gpu_sample read(read_scope scope) override { return m_gpu.read(scope); }
 
  private:
   gpu_telemetry m_gpu;
@@ -82,12 +82,23 @@ struct sampler::state {
     return low;
   }
 
+  std::int64_t last_full_read_ns = 0;
+  bool full_read_done = false;
+
   void take_one() {
     const std::int64_t started_ns = steady_now_ns();
+    const bool full =
+        !full_read_done ||
+        started_ns - last_full_read_ns >=
+            std::chrono::duration_cast<std::chrono::nanoseconds>(options.slow_period).count();
+    if (full) {
+      full_read_done = true;
+      last_full_read_ns = started_ns;
+    }
     gpu_sample sample;
     std::string error;
     try {
-      sample = source->read();
+      sample = source->read(full ? read_scope::all : read_scope::fast);
     } catch (const std::exception& e) {
       sample = missing_sample(started_ns);
       error = e.what();
@@ -133,6 +144,11 @@ sampler::sampler(std::unique_ptr<sample_source> source, sampler_options options)
     throw invalid_argument("sampler period must be 1 to 1000 ms, got " +
                            std::to_string(options.period.count()) + " ms");
   }
+  if (options.slow_period < std::chrono::milliseconds(0) ||
+      options.slow_period > std::chrono::milliseconds(60000)) {
+    throw invalid_argument("sampler slow period must be 0 to 60000 ms, got " +
+                           std::to_string(options.slow_period.count()) + " ms");
+  }
   if (options.capacity == 0) throw invalid_argument("sampler capacity must be at least 1 sample");
   m_state = std::make_unique<state>(std::move(source), options);
 }
@@ -146,6 +162,7 @@ void sampler::start() {
     std::lock_guard lock(s.wake_mutex);
     s.stop_requested = false;
   }
+  s.full_read_done = false;
   s.thread = std::thread([&s] { s.run(); });
   s.running = true;
 }

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -200,6 +201,19 @@ TEST_F(gpu_telemetry_test, reads_every_value_with_its_unit) {
     expect_ok(s.util_mem_pct, fake::utilization_memory_percent, "util_mem_pct");
     expect_ok(s.memory_used_bytes, std::uint64_t{fake::memory_used_bytes}, "memory_used_bytes");
   }
+}
+
+TEST_F(gpu_telemetry_test, a_fast_read_skips_only_the_costly_readings) {
+  const gpu_telemetry gpu(0);
+  const gpu_sample s = gpu.read(read_scope::fast);
+  const std::set<std::string> costly = {"energy_mj", "hw_thermal_ns", "hw_power_brake_ns"};
+  for (const auto& [name, status] : statuses(s)) {
+    EXPECT_EQ(status, costly.contains(name) ? reading_status::skipped : reading_status::ok) << name;
+  }
+  EXPECT_EQ(s.energy_mj.value, 0U);  // skipped, not a made-up zero reading
+  expect_ok(s.reason_counters.sw_thermal_ns, std::uint64_t{fake::reason_sw_thermal_ns},
+            "sw_thermal_ns");
+  expect_ok(s.power_w, 120.0, "power_w");
 }
 
 TEST_F(gpu_telemetry_test, unsupported_functions_give_unsupported_readings) {

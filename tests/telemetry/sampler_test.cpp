@@ -22,10 +22,13 @@ class scripted_source final : public sample_source {
                            std::chrono::milliseconds delay = 0ms)
       : m_reads(reads), m_fail_every(fail_every), m_delay(delay) {}
 
-  gpu_sample read() override {
+  gpu_sample read(read_scope scope) override {
     const int n = ++m_reads;
     gpu_sample s;
     s.time_ns = steady_now_ns();
+    s.energy_mj = scope == read_scope::all
+                      ? reading<std::uint64_t>::of(1000U * static_cast<unsigned>(n))
+                      : reading<std::uint64_t>::skipped();
     if (m_delay > 0ms) std::this_thread::sleep_for(m_delay);
     if (m_fail_every > 0 && n % m_fail_every == 0)
       throw std::runtime_error("sensor hiccup " + std::to_string(n));
@@ -54,6 +57,42 @@ TEST(sampler, period_must_be_1_to_1000_ms) {
   EXPECT_NO_THROW(sampler(source(reads), {.period = 1ms}));
   EXPECT_NO_THROW(sampler(source(reads), {.period = 1000ms}));
   EXPECT_EQ(sampler(source(reads)).options().period, 50ms);  // the documented default
+}
+
+TEST(sampler, costly_readings_are_taken_at_the_slow_period) {
+  std::atomic<int> reads{0};
+  EXPECT_THROW(sampler(source(reads), {.slow_period = 60001ms}), invalid_argument);
+  EXPECT_THROW(sampler(source(reads), {.slow_period = -1ms}), invalid_argument);
+  sampler s(source(reads), {.period = 5ms, .slow_period = 50ms});
+  s.start();
+  std::this_thread::sleep_for(300ms);
+  s.stop();
+  const auto samples = s.since(0);
+  ASSERT_GE(samples.size(), 20U);
+  EXPECT_TRUE(samples.front().energy_mj.ok());  // the first tick reads everything
+  std::int64_t last_full_ns = samples.front().time_ns;
+  std::size_t full = 1;
+  for (std::size_t i = 1; i < samples.size(); ++i) {
+    const auto& sample = samples[i];
+    const std::int64_t since_full = sample.time_ns - last_full_ns;
+    if (sample.energy_mj.ok()) {
+      EXPECT_GE(since_full, 49'000'000) << i;
+      last_full_ns = sample.time_ns;
+      ++full;
+    } else {
+      EXPECT_EQ(sample.energy_mj.status, reading_status::skipped) << i;
+      EXPECT_LT(since_full, 50'000'000 + 5'000'000) << i;  // within a tick of due
+    }
+  }
+  EXPECT_GE(full, 4U);
+  EXPECT_LE(full, 7U);
+
+  std::atomic<int> every_reads{0};
+  sampler every(source(every_reads), {.period = 2ms, .slow_period = 0ms});
+  every.start();
+  while (every_reads.load() < 5) std::this_thread::sleep_for(1ms);
+  every.stop();
+  for (const auto& sample : every.since(0)) EXPECT_TRUE(sample.energy_mj.ok());
 }
 
 TEST(sampler, first_sample_is_taken_at_start) {

@@ -12,6 +12,7 @@ namespace coolbench::telemetry {
 enum class reading_status : std::uint8_t {
   unsupported,  ///< the device or driver does not offer this reading
   failed,       ///< the reading is offered but this read failed
+  skipped,      ///< not read in this sample: a costly reading, read less often
   ok,           ///< value holds the reading
 };
 
@@ -29,6 +30,9 @@ struct reading {
     return {T{}, reading_status::unsupported};
   }
   [[nodiscard]] static constexpr reading failed() noexcept { return {T{}, reading_status::failed}; }
+  [[nodiscard]] static constexpr reading skipped() noexcept {
+    return {T{}, reading_status::skipped};
+  }
 
   [[nodiscard]] constexpr bool ok() const noexcept { return status == reading_status::ok; }
   [[nodiscard]] constexpr T value_or(T fallback) const noexcept { return ok() ? value : fallback; }

@@ -19,9 +19,9 @@ namespace coolbench::telemetry {
 class sample_source {
  public:
   virtual ~sample_source() = default;
-  /// One reading. May throw; the sampler then records a sample whose readings
-  /// are all `failed` and goes on.
-  [[nodiscard]] virtual gpu_sample read() = 0;
+  /// One reading of `scope`. May throw; the sampler then records a sample
+  /// whose readings are all `failed` and goes on.
+  [[nodiscard]] virtual gpu_sample read(read_scope scope) = 0;
 };
 
 /// A sample_source over a gpu_telemetry.
@@ -29,7 +29,12 @@ class sample_source {
 
 struct sampler_options {
   std::chrono::milliseconds period{50};  ///< 1 to 1000 ms
-  std::size_t capacity = 65536;          ///< samples kept (about 55 min at 50 ms)
+  /// The costly readings (energy, HW thermal and power-brake time counters;
+  /// see read_scope) are read on the first tick and then on the first tick
+  /// at least this long after the last time; other samples hold them as
+  /// `skipped`. 0 reads them every tick. At most 60 s.
+  std::chrono::milliseconds slow_period{1000};
+  std::size_t capacity = 65536;  ///< samples kept (about 55 min at 50 ms)
 };
 
 /// Counters of the sampler's own behaviour.

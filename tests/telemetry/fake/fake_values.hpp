@@ -41,15 +41,15 @@ inline std::string nvml_bus_id(unsigned i) {
 }
 // NVML's 16-byte legacy form (nvmlPciInfo_t::busIdLegacy): "0000:01:00.0".
 inline std::string nvml_legacy_bus_id(unsigned i) {
-  char text[16];
-  std::snprintf(text, sizeof text, "%04X:%02X:00.0", 0U, i);
+  char text[32];
+  std::snprintf(text, sizeof text, "%04X:%02X:00.0", 0U, i & 0xFFU);
   return text;
 }
 // cuDeviceGetPCIBusId's form, 4-hex-digit domain: "0000:01:00.0". Lower-case hex on purpose, so
 // that from bus 0a on a string comparison with the NVML form fails and only a numeric one works.
 inline std::string cuda_bus_id(unsigned i) {
-  char text[16];
-  std::snprintf(text, sizeof text, "%04x:%02x:00.0", 0U, i);
+  char text[32];
+  std::snprintf(text, sizeof text, "%04x:%02x:00.0", 0U, i & 0xFFU);
   return text;
 }
 inline constexpr unsigned pci_device_id = 0x233510DE;     // H200 SXM (device 2335, vendor 10de)
