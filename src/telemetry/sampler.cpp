@@ -54,8 +54,11 @@ struct sampler::state {
   mutable std::mutex buffer_mutex;  // guards buffer and stats
   ring_buffer<gpu_sample> buffer;
   sampler_stats stats;
-  // Published with an atomic store so a reader never holds the sampler up.
-  std::atomic<std::shared_ptr<const gpu_sample>> latest;
+  // The newest sample, apart from the buffer so that readers of it contend
+  // only for a pointer copy. (Not std::atomic<std::shared_ptr>: libstdc++ 12
+  // builds it on a lock bit ThreadSanitizer cannot see, and it is no faster.)
+  mutable std::mutex latest_mutex;
+  std::shared_ptr<const gpu_sample> latest;
 
   std::mutex wake_mutex;  // guards stop_requested, for the timed wait
   std::condition_variable wake;
@@ -103,7 +106,11 @@ struct sampler::state {
       sample = missing_sample(started_ns);
       error = e.what();
     }
-    latest.store(std::make_shared<const gpu_sample>(sample));
+    auto published = std::make_shared<const gpu_sample>(sample);
+    {
+      std::lock_guard lock(latest_mutex);
+      latest.swap(published);
+    }
     std::lock_guard lock(buffer_mutex);
     buffer.push(sample);
     ++stats.samples;
@@ -181,7 +188,10 @@ void sampler::stop() {
 
 bool sampler::running() const noexcept { return m_state->running.load(); }
 
-std::shared_ptr<const gpu_sample> sampler::latest() const { return m_state->latest.load(); }
+std::shared_ptr<const gpu_sample> sampler::latest() const {
+  std::lock_guard lock(m_state->latest_mutex);
+  return m_state->latest;
+}
 
 std::vector<gpu_sample> sampler::between(std::int64_t from_ns, std::int64_t to_ns) const {
   std::vector<gpu_sample> out;

@@ -63,8 +63,8 @@ class sampler {
   void stop();
   [[nodiscard]] bool running() const noexcept;
 
-  /// The newest sample, or nullptr before the first. Lock-free for the
-  /// sampler: a reader never makes it wait.
+  /// The newest sample, or nullptr before the first. Cheap: it shares the
+  /// sample, and a reader holds the sampler up for a pointer copy at most.
   [[nodiscard]] std::shared_ptr<const gpu_sample> latest() const;
 
   /// Samples with from_ns <= time_ns <= to_ns, oldest first.
