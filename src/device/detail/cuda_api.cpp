@@ -1,0 +1,205 @@
+// gpu_api over the CUDA runtime (linked statically, so binaries start without
+// a driver), NVML through the telemetry layer, and the driver's
+// cuDevicePrimaryCtxGetState opened at run time.
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <map>
+#include <mutex>
+
+#include "core/dynamic_library.hpp"
+#include "coolbench/core/error.hpp"
+#include "coolbench/telemetry/gpu.hpp"
+#include "device/detail/cuda_check.hpp"
+#include "device/detail/gpu_api.hpp"
+
+namespace coolbench::device::detail {
+namespace {
+
+cudaFuncAttribute to_cuda(kernel_attribute attribute) {
+  switch (attribute) {
+    case kernel_attribute::max_dynamic_shared_memory_bytes:
+      return cudaFuncAttributeMaxDynamicSharedMemorySize;
+    case kernel_attribute::preferred_shared_memory_carveout:
+      return cudaFuncAttributePreferredSharedMemoryCarveout;
+  }
+  throw invalid_argument("unknown kernel attribute");
+}
+
+class cuda_api final : public gpu_api {
+ public:
+  int device_count() override {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return count;
+  }
+
+  void check_device(int ordinal) override {
+    int count = 0;
+    const cudaError_t result = cudaGetDeviceCount(&count);
+    if (result == cudaErrorInsufficientDriver || result == cudaErrorNoDevice ||
+        result == cudaErrorInitializationError) {
+      cudaGetLastError();
+      throw not_available(std::string("no usable GPU: cudaGetDeviceCount says ") + cudaGetErrorName(result) +
+                          " (" + cudaGetErrorString(result) +
+                          "). The device layer needs an NVIDIA GPU and driver.");
+    }
+    COOLBENCH_CUDA_CALL(result);
+    if (ordinal < 0 || ordinal >= count) {
+      throw invalid_argument("no GPU with CUDA ordinal " + std::to_string(ordinal) + ": CUDA sees " +
+                             std::to_string(count) + " GPU(s)");
+    }
+  }
+
+  bool context_active(int ordinal) override {
+    const auto& driver = driver_api();
+    if (driver.primary_ctx_get_state == nullptr) return false;
+    int device = 0;
+    unsigned flags = 0;
+    int active = 0;
+    if (driver.device_get(&device, ordinal) != 0) return false;
+    return driver.primary_ctx_get_state(device, &flags, &active) == 0 && active != 0;
+  }
+
+  void create_context(int ordinal) override {
+    COOLBENCH_CUDA_CALL(cudaSetDevice(ordinal));
+    COOLBENCH_CUDA_CALL(cudaFree(nullptr));  // makes the primary context exist now
+  }
+
+  void* allocate(int ordinal, std::size_t bytes) override {
+    COOLBENCH_CUDA_CALL(cudaSetDevice(ordinal));
+    void* pointer = nullptr;
+    const cudaError_t result = cudaMalloc(&pointer, bytes);
+    if (result == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    COOLBENCH_CUDA_CALL(result);
+    return pointer;
+  }
+
+  void free(int ordinal, void* pointer) noexcept override {
+    COOLBENCH_CUDA_CALL_NOEXCEPT(cudaSetDevice(ordinal));
+    COOLBENCH_CUDA_CALL_NOEXCEPT(cudaFree(pointer));
+  }
+
+  CUstream_st* create_stream(int ordinal) override {
+    COOLBENCH_CUDA_CALL(cudaSetDevice(ordinal));
+    cudaStream_t stream = nullptr;
+    COOLBENCH_CUDA_CALL(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    return stream;
+  }
+
+  void destroy_stream(int ordinal, CUstream_st* stream) noexcept override {
+    COOLBENCH_CUDA_CALL_NOEXCEPT(cudaSetDevice(ordinal));
+    COOLBENCH_CUDA_CALL_NOEXCEPT(cudaStreamDestroy(stream));
+  }
+
+  CUevent_st* create_event(int ordinal) override {
+    COOLBENCH_CUDA_CALL(cudaSetDevice(ordinal));
+    cudaEvent_t event = nullptr;
+    COOLBENCH_CUDA_CALL(cudaEventCreate(&event));
+    return event;
+  }
+
+  void destroy_event(int ordinal, CUevent_st* event) noexcept override {
+    COOLBENCH_CUDA_CALL_NOEXCEPT(cudaSetDevice(ordinal));
+    COOLBENCH_CUDA_CALL_NOEXCEPT(cudaEventDestroy(event));
+  }
+
+  void set_kernel_attribute(int ordinal, const void* kernel, kernel_attribute attribute,
+                            int value) override {
+    COOLBENCH_CUDA_CALL(cudaSetDevice(ordinal));
+    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(kernel, to_cuda(attribute), value));
+  }
+
+  void synchronize(int ordinal) override {
+    COOLBENCH_CUDA_CALL(cudaSetDevice(ordinal));
+    COOLBENCH_CUDA_CALL(cudaDeviceSynchronize());
+  }
+
+  void reset(int ordinal) override {
+    COOLBENCH_CUDA_CALL(cudaSetDevice(ordinal));
+    COOLBENCH_CUDA_CALL(cudaDeviceReset());
+  }
+
+  std::optional<std::uint64_t> process_memory_bytes(int ordinal) override {
+    const auto entry = this_process(ordinal);
+    if (!entry.nvml_answered) return std::nullopt;
+    if (!entry.listed) {
+      // Not listed although a context exists: NVML sees another PID
+      // namespace (a container), so it cannot tell.
+      if (context_active(ordinal)) return std::nullopt;
+      return 0;
+    }
+    return entry.memory;
+  }
+
+  std::optional<bool> process_listed(int ordinal) override {
+    const auto entry = this_process(ordinal);
+    if (!entry.nvml_answered) return std::nullopt;
+    return entry.listed;
+  }
+
+ private:
+  struct driver_functions {
+    core::dynamic_library library;
+    int (*device_get)(int*, int) = nullptr;
+    int (*primary_ctx_get_state)(int, unsigned*, int*) = nullptr;
+  };
+
+  // The driver library is the one the CUDA runtime itself opened.
+  static const driver_functions& driver_api() {
+    static const driver_functions functions = [] {
+      driver_functions f{core::dynamic_library({"libcuda.so.1", "libcuda.so"}, "The CUDA driver is missing.")};
+      f.device_get = reinterpret_cast<int (*)(int*, int)>(f.library.find("cuDeviceGet"));  // NOLINT
+      f.primary_ctx_get_state = reinterpret_cast<int (*)(int, unsigned*, int*)>(  // NOLINT
+          f.library.find("cuDevicePrimaryCtxGetState"));
+      return f;
+    }();
+    return functions;
+  }
+
+  struct process_entry {
+    bool nvml_answered = false;
+    bool listed = false;
+    std::optional<std::uint64_t> memory;
+  };
+
+  process_entry this_process(int ordinal) {
+    process_entry entry;
+    try {
+      std::lock_guard lock(m_mutex);
+      auto it = m_telemetry.find(ordinal);
+      if (it == m_telemetry.end()) {
+        it = m_telemetry.emplace(ordinal, std::make_unique<telemetry::gpu_telemetry>(ordinal)).first;
+      }
+      const auto pid = static_cast<std::uint32_t>(getpid());
+      entry.nvml_answered = true;
+      for (const auto& process : it->second->processes()) {
+        if (process.pid != pid) continue;
+        entry.listed = true;
+        if (process.used_memory_bytes.ok()) entry.memory = process.used_memory_bytes.value;
+      }
+    } catch (const error&) {
+      entry.nvml_answered = false;
+    }
+    return entry;
+  }
+
+  std::mutex m_mutex;
+  std::map<int, std::unique_ptr<telemetry::gpu_telemetry>> m_telemetry;
+};
+
+}  // namespace
+
+std::shared_ptr<gpu_api> make_cuda_api() {
+  // One per process: it caches NVML handles, nothing of any context.
+  static const std::shared_ptr<gpu_api> api = std::make_shared<cuda_api>();
+  return api;
+}
+
+}  // namespace coolbench::device::detail

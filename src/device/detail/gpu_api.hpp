@@ -1,0 +1,60 @@
+// What the device layer asks of CUDA, behind a small interface: one
+// implementation over the CUDA runtime (cuda_api.cpp) and a scripted one in
+// the tests, so the lease, registry and release logic run in CI without a GPU.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "coolbench/device/resource.hpp"
+
+struct CUstream_st;
+struct CUevent_st;
+
+namespace coolbench::device::detail {
+
+class gpu_api {
+ public:
+  virtual ~gpu_api() = default;
+
+  /// GPUs visible to CUDA; 0 without a driver.
+  [[nodiscard]] virtual int device_count() = 0;
+  /// Throws not_available (no driver) or invalid_argument (no such device).
+  virtual void check_device(int ordinal) = 0;
+  /// Whether the primary context of `ordinal` exists (whoever created it).
+  [[nodiscard]] virtual bool context_active(int ordinal) = 0;
+  /// Makes `ordinal` current and its primary context exist.
+  virtual void create_context(int ordinal) = 0;
+
+  /// nullptr when the device is out of memory; throws cuda_error otherwise.
+  [[nodiscard]] virtual void* allocate(int ordinal, std::size_t bytes) = 0;
+  virtual void free(int ordinal, void* pointer) noexcept = 0;
+  [[nodiscard]] virtual CUstream_st* create_stream(int ordinal) = 0;
+  virtual void destroy_stream(int ordinal, CUstream_st* stream) noexcept = 0;
+  [[nodiscard]] virtual CUevent_st* create_event(int ordinal) = 0;
+  virtual void destroy_event(int ordinal, CUevent_st* event) noexcept = 0;
+  virtual void set_kernel_attribute(int ordinal, const void* kernel, kernel_attribute attribute,
+                                    int value) = 0;
+  /// Throws cuda_error when in-flight work failed.
+  virtual void synchronize(int ordinal) = 0;
+  /// Resets the primary context of `ordinal` (cudaDeviceReset).
+  virtual void reset(int ordinal) = 0;
+
+  /// Device memory NVML counts for this process on `ordinal`; empty when
+  /// NVML cannot tell (no NVML, another PID namespace).
+  [[nodiscard]] virtual std::optional<std::uint64_t> process_memory_bytes(int ordinal) = 0;
+  /// Whether NVML lists this process on `ordinal`; empty when it cannot tell.
+  [[nodiscard]] virtual std::optional<bool> process_listed(int ordinal) = 0;
+};
+
+/// The implementation over the CUDA runtime, or one that reports "no CUDA"
+/// when coolbench was built without the CUDA toolkit.
+[[nodiscard]] std::shared_ptr<gpu_api> make_cuda_api();
+
+/// Replaces the API every device created afterwards uses (tests only).
+/// Devices already created keep theirs; call before the first device::get.
+void use_gpu_api_for_testing(std::shared_ptr<gpu_api> api);
+
+}  // namespace coolbench::device::detail

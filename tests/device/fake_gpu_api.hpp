@@ -1,0 +1,181 @@
+// A scripted gpu_api: the device layer's logic (leases, registry, allocator,
+// refusals, release) runs in CI without a GPU. Thread-safe. Pointers it hands
+// out are unique fake addresses that must never be dereferenced.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+#include "coolbench/core/error.hpp"
+#include "device/detail/gpu_api.hpp"
+
+namespace coolbench::device::testing {
+
+class fake_gpu_api final : public detail::gpu_api {
+ public:
+  static constexpr std::uint64_t mib = std::uint64_t{1} << 20U;
+
+  // --- script -----------------------------------------------------------
+  int devices = 2;
+  std::uint64_t capacity_bytes = 1024 * mib;            ///< allocations beyond fail (OOM)
+  std::uint64_t context_baseline_bytes = 500 * mib;     ///< what NVML counts for a bare context
+  std::uint64_t foreign_bytes = 0;                      ///< another library's memory in this process
+  bool nvml_sees_process = true;                        ///< false: per-process memory unknown
+  bool fail_synchronize = false;                        ///< in-flight work failed (sticky error)
+
+  // --- what happened ----------------------------------------------------
+  struct attribute_call {
+    int ordinal;
+    const void* kernel;
+    kernel_attribute attribute;
+    int value;
+  };
+
+  void make_context_exist(int ordinal) {  // another library creates it
+    std::lock_guard lock(m_mutex);
+    m_context[ordinal] = true;
+  }
+  [[nodiscard]] int resets() const {
+    std::lock_guard lock(m_mutex);
+    return m_resets;
+  }
+  [[nodiscard]] int contexts_created() const {
+    std::lock_guard lock(m_mutex);
+    return m_contexts_created;
+  }
+  [[nodiscard]] std::uint64_t allocated_bytes() const {
+    std::lock_guard lock(m_mutex);
+    std::uint64_t total = 0;
+    for (const auto& [p, size] : m_allocations) total += size;
+    return total;
+  }
+  [[nodiscard]] std::size_t live_streams() const {
+    std::lock_guard lock(m_mutex);
+    return m_streams.size();
+  }
+  [[nodiscard]] std::size_t live_events() const {
+    std::lock_guard lock(m_mutex);
+    return m_events.size();
+  }
+  [[nodiscard]] std::vector<attribute_call> attribute_calls() const {
+    std::lock_guard lock(m_mutex);
+    return m_attributes;
+  }
+  [[nodiscard]] bool freed_twice() const {
+    std::lock_guard lock(m_mutex);
+    return m_bad_free;
+  }
+
+  // --- gpu_api ------------------------------------------------------------
+  int device_count() override { return devices; }
+  void check_device(int ordinal) override {
+    if (ordinal < 0 || ordinal >= devices) {
+      throw invalid_argument("no GPU with CUDA ordinal " + std::to_string(ordinal));
+    }
+  }
+  bool context_active(int ordinal) override {
+    std::lock_guard lock(m_mutex);
+    return m_context[ordinal];
+  }
+  void create_context(int ordinal) override {
+    std::lock_guard lock(m_mutex);
+    if (!m_context[ordinal]) ++m_contexts_created;
+    m_context[ordinal] = true;
+  }
+  void* allocate(int ordinal, std::size_t bytes) override {
+    std::lock_guard lock(m_mutex);
+    require_context(ordinal);
+    std::uint64_t used = 0;
+    for (const auto& [p, size] : m_allocations) used += size;
+    if (used + bytes > capacity_bytes) return nullptr;
+    void* pointer = next_address();
+    m_allocations[pointer] = bytes;
+    return pointer;
+  }
+  void free(int /*ordinal*/, void* pointer) noexcept override {
+    std::lock_guard lock(m_mutex);
+    if (m_allocations.erase(pointer) == 0) m_bad_free = true;
+  }
+  CUstream_st* create_stream(int ordinal) override {
+    std::lock_guard lock(m_mutex);
+    require_context(ordinal);
+    auto* stream = static_cast<CUstream_st*>(next_address());
+    m_streams.insert(stream);
+    return stream;
+  }
+  void destroy_stream(int /*ordinal*/, CUstream_st* stream) noexcept override {
+    std::lock_guard lock(m_mutex);
+    if (m_streams.erase(stream) == 0) m_bad_free = true;
+  }
+  CUevent_st* create_event(int ordinal) override {
+    std::lock_guard lock(m_mutex);
+    require_context(ordinal);
+    auto* event = static_cast<CUevent_st*>(next_address());
+    m_events.insert(event);
+    return event;
+  }
+  void destroy_event(int /*ordinal*/, CUevent_st* event) noexcept override {
+    std::lock_guard lock(m_mutex);
+    if (m_events.erase(event) == 0) m_bad_free = true;
+  }
+  void set_kernel_attribute(int ordinal, const void* kernel, kernel_attribute attribute,
+                            int value) override {
+    std::lock_guard lock(m_mutex);
+    require_context(ordinal);
+    m_attributes.push_back({ordinal, kernel, attribute, value});
+  }
+  void synchronize(int ordinal) override {
+    std::lock_guard lock(m_mutex);
+    require_context(ordinal);
+    if (fail_synchronize) throw cuda_error("cudaDeviceSynchronize failed: cudaErrorIllegalAddress", 700);
+  }
+  void reset(int ordinal) override {
+    std::lock_guard lock(m_mutex);
+    ++m_resets;
+    m_context[ordinal] = false;
+    // The context takes everything with it, as a real reset does.
+    m_allocations.clear();
+    m_streams.clear();
+    m_events.clear();
+    foreign_bytes = 0;
+  }
+  std::optional<std::uint64_t> process_memory_bytes(int ordinal) override {
+    std::lock_guard lock(m_mutex);
+    if (!nvml_sees_process) return std::nullopt;
+    if (!m_context[ordinal]) return 0;
+    std::uint64_t total = context_baseline_bytes + foreign_bytes;
+    for (const auto& [p, size] : m_allocations) total += size;
+    return total;
+  }
+  std::optional<bool> process_listed(int ordinal) override {
+    std::lock_guard lock(m_mutex);
+    if (!nvml_sees_process) return std::nullopt;
+    return m_context[ordinal];
+  }
+
+ private:
+  void require_context(int ordinal) {
+    if (!m_context[ordinal]) throw std::logic_error("fake GPU: call without a context");
+  }
+  void* next_address() {
+    m_next += 0x1000;
+    return reinterpret_cast<void*>(m_next);  // NOLINT: a fake address, never dereferenced
+  }
+
+  mutable std::mutex m_mutex;
+  std::map<int, bool> m_context;
+  std::map<void*, std::uint64_t> m_allocations;
+  std::set<CUstream_st*> m_streams;
+  std::set<CUevent_st*> m_events;
+  std::vector<attribute_call> m_attributes;
+  std::uintptr_t m_next = 0x10000000;
+  int m_resets = 0;
+  int m_contexts_created = 0;
+  bool m_bad_free = false;
+};
+
+}  // namespace coolbench::device::testing
