@@ -10,7 +10,7 @@ namespace coolbench::core {
                                    const char* file, int line);
 
 /// The same message on stderr, for cleanup paths that must not throw.
-void log_cuda_error(int code, const char* name, const char* text, const char* call, const char* file,
-                    int line) noexcept;
+void log_cuda_error(int code, const char* name, const char* text, const char* call,
+                    const char* file, int line) noexcept;
 
 }  // namespace coolbench::core

@@ -11,7 +11,9 @@ constexpr std::size_t small_granule = 512;
 constexpr std::size_t large_granule = std::size_t{2} << 20U;
 constexpr std::size_t large_threshold = std::size_t{1} << 20U;
 
-std::size_t round_up(std::size_t n, std::size_t granule) { return (n + granule - 1) / granule * granule; }
+std::size_t round_up(std::size_t n, std::size_t granule) {
+  return (n + granule - 1) / granule * granule;
+}
 
 }  // namespace
 
@@ -41,7 +43,8 @@ void* caching_allocator::allocate(std::size_t bytes) {
   }
   if (pointer == nullptr) {
     throw cuda_error("out of device memory on GPU " + std::to_string(m_ordinal) + ": " +
-                         std::to_string(size) + " bytes requested, " + std::to_string(m_live_bytes) +
+                         std::to_string(size) + " bytes requested, " +
+                         std::to_string(m_live_bytes) +
                          " bytes held by coolbench. Free buffers or use a smaller problem.",
                      2 /* cudaErrorMemoryAllocation */);
   }

@@ -20,7 +20,7 @@ std::string_view to_string(resource_kind kind) noexcept {
   switch (kind) {
     case resource_kind::graph: return "graph";
     case resource_kind::blas_handle: return "blas_handle";
-    case resource_kind::module: return "module";
+    case resource_kind::cuda_module: return "cuda_module";
     case resource_kind::event: return "event";
     case resource_kind::stream: return "stream";
     case resource_kind::kernel_attribute: return "kernel_attribute";
@@ -59,14 +59,15 @@ struct device_state {
 
   mutable std::mutex mutex;
   std::condition_variable leases_changed;
-  bool context_active = false;        // coolbench holds (and has set up) the context
+  bool context_active = false;  // coolbench holds (and has set up) the context
   std::atomic<std::uint64_t> generation{1};
   std::uint64_t releases = 0;
   std::map<std::thread::id, std::uint64_t> leases_by_thread;
   std::uint64_t leases = 0;
 
   caching_allocator allocator;
-  std::optional<std::uint64_t> baseline_bytes;  // this process's memory right after our context appeared
+  std::optional<std::uint64_t>
+      baseline_bytes;  // this process's memory right after our context appeared
   CUstream_st* stream = nullptr;
   std::vector<CUevent_st*> events;
   struct attribute_setting {
@@ -89,7 +90,8 @@ struct device_state {
     const bool existed = api->context_active(ordinal);
     api->create_context(ordinal);
     baseline_bytes = existed ? std::nullopt : api->process_memory_bytes(ordinal);
-    for (const auto& a : attributes) api->set_kernel_attribute(ordinal, a.kernel, a.attribute, a.value);
+    for (const auto& a : attributes)
+      api->set_kernel_attribute(ordinal, a.kernel, a.attribute, a.value);
     context_active = true;
   }
 
@@ -155,7 +157,9 @@ void buffer::reset() noexcept {
 owned_resource::~owned_resource() { reset(); }
 
 owned_resource::owned_resource(owned_resource&& other) noexcept
-    : m_state(std::move(other.m_state)), m_id(std::exchange(other.m_id, 0)), m_generation(other.m_generation) {}
+    : m_state(std::move(other.m_state)),
+      m_id(std::exchange(other.m_id, 0)),
+      m_generation(other.m_generation) {}
 
 owned_resource& owned_resource::operator=(owned_resource&& other) noexcept {
   if (this != &other) {
@@ -218,7 +222,8 @@ lease::~lease() {
     // the thread that holds some, this one first.
     auto it = m_state->leases_by_thread.find(std::this_thread::get_id());
     if (it == m_state->leases_by_thread.end()) it = m_state->leases_by_thread.begin();
-    if (it != m_state->leases_by_thread.end() && --it->second == 0) m_state->leases_by_thread.erase(it);
+    if (it != m_state->leases_by_thread.end() && --it->second == 0)
+      m_state->leases_by_thread.erase(it);
   }
   m_state->leases_changed.notify_all();
 }
@@ -267,7 +272,8 @@ void lease::set_kernel_attribute(const void* kernel, kernel_attribute attribute,
 owned_resource lease::adopt(resource_kind kind, std::function<void()> destroy) {
   if (kind == resource_kind::allocation || kind == resource_kind::kernel_attribute) {
     throw invalid_argument(std::string("adopt() takes resources of other libraries, not ") +
-                           std::string(to_string(kind)) + ": use allocate() or set_kernel_attribute()");
+                           std::string(to_string(kind)) +
+                           ": use allocate() or set_kernel_attribute()");
   }
   std::lock_guard lock(m_state->mutex);
   m_state->ensure_context();
@@ -362,10 +368,12 @@ release_report device::release(const release_options& options) {
 
   // 1. Leases in other threads: wait for them to end, or refuse.
   if (s.other_threads_leases() > 0 && options.wait_for_leases.count() > 0) {
-    s.leases_changed.wait_for(lock, options.wait_for_leases, [&] { return s.other_threads_leases() == 0; });
+    s.leases_changed.wait_for(lock, options.wait_for_leases,
+                              [&] { return s.other_threads_leases() == 0; });
   }
   if (const std::uint64_t others = s.other_threads_leases(); others > 0) {
-    throw release_refused("cannot release GPU " + std::to_string(s.ordinal) + ": " + std::to_string(others) +
+    throw release_refused("cannot release GPU " + std::to_string(s.ordinal) + ": " +
+                          std::to_string(others) +
                           " lease(s) are held in other threads. End them first, or pass a wait "
                           "(release_options::wait_for_leases) long enough for them to end.");
   }
@@ -373,38 +381,45 @@ release_report device::release(const release_options& options) {
   // 2. Nothing of ours and no context from anyone: a no-op.
   const bool context_exists = s.context_active || s.api->context_active(s.ordinal);
   if (!s.holds_anything() && !context_exists) {
-    report.note = "nothing to release: GPU " + std::to_string(s.ordinal) + " has no context in this process";
+    report.note =
+        "nothing to release: GPU " + std::to_string(s.ordinal) + " has no context in this process";
     report.generation_after = s.generation.load();
-    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    report.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return report;
   }
 
   // 3. Memory this library did not allocate: refuse unless forced.
   const std::uint64_t ours = s.allocator.live_bytes() + s.allocator.cached_bytes();
-  const std::uint64_t allowance = foreign_allowance_base + foreign_allowance_per_block * s.allocator.blocks() +
+  const std::uint64_t allowance = foreign_allowance_base +
+                                  foreign_allowance_per_block * s.allocator.blocks() +
                                   (s.baseline_bytes ? 0 : unknown_baseline_allowance);
   if (const auto process = s.api->process_memory_bytes(s.ordinal)) {
     const std::uint64_t baseline = s.baseline_bytes.value_or(0);
-    report.foreign_bytes = static_cast<std::int64_t>(*process) - static_cast<std::int64_t>(baseline + ours);
-    report.foreign_check = "NVML: process holds " + std::to_string(*process / mib) + " MiB, coolbench " +
-                           std::to_string(ours / mib) + " MiB, context baseline " +
-                           (s.baseline_bytes ? std::to_string(baseline / mib) + " MiB"
-                                             : std::string("unknown (context not created by coolbench)")) +
-                           ", allowance " + std::to_string(allowance / mib) + " MiB";
+    report.foreign_bytes =
+        static_cast<std::int64_t>(*process) - static_cast<std::int64_t>(baseline + ours);
+    report.foreign_check =
+        "NVML: process holds " + std::to_string(*process / mib) + " MiB, coolbench " +
+        std::to_string(ours / mib) + " MiB, context baseline " +
+        (s.baseline_bytes ? std::to_string(baseline / mib) + " MiB"
+                          : std::string("unknown (context not created by coolbench)")) +
+        ", allowance " + std::to_string(allowance / mib) + " MiB";
     if (*report.foreign_bytes > static_cast<std::int64_t>(allowance) && !options.force) {
       throw release_refused(
           "cannot release GPU " + std::to_string(s.ordinal) + ": about " +
           std::to_string(*report.foreign_bytes / static_cast<std::int64_t>(mib)) +
-          " MiB of device memory in this process was not allocated by coolbench (" + report.foreign_check +
+          " MiB of device memory in this process was not allocated by coolbench (" +
+          report.foreign_check +
           "). Another library still holds tensors there; free them first, or release with force "
           "(their pointers then dangle).");
     }
   } else {
     report.foreign_check = "not checked: NVML does not report this process's device memory here";
     if (!options.force) {
-      throw release_refused("cannot release GPU " + std::to_string(s.ordinal) +
-                            ": NVML does not report this process's device memory here, so memory of other "
-                            "libraries cannot be ruled out. Release with force if nothing else uses the GPU.");
+      throw release_refused(
+          "cannot release GPU " + std::to_string(s.ordinal) +
+          ": NVML does not report this process's device memory here, so memory of other "
+          "libraries cannot be ruled out. Release with force if nothing else uses the GPU.");
     }
   }
 
@@ -436,7 +451,8 @@ release_report device::release(const release_options& options) {
     report.destroyed[index(resource_kind::stream)] = 1;
     s.stream = nullptr;
   }
-  report.destroyed[index(resource_kind::kernel_attribute)] = s.attributes.size();  // re-applied later
+  report.destroyed[index(resource_kind::kernel_attribute)] =
+      s.attributes.size();  // re-applied later
   const auto freed = s.allocator.free_all();
   report.bytes_freed = freed.bytes;
   report.live_bytes_freed = freed.live_bytes;
@@ -453,7 +469,8 @@ release_report device::release(const release_options& options) {
   report.generation_after = s.generation.load();
   report.process_listed_after = s.api->process_listed(s.ordinal);
   if (report.note.empty()) report.note = "released";
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return report;
 }
 

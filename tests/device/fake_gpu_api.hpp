@@ -21,11 +21,11 @@ class fake_gpu_api final : public detail::gpu_api {
 
   // --- script -----------------------------------------------------------
   int devices = 2;
-  std::uint64_t capacity_bytes = 1024 * mib;            ///< allocations beyond fail (OOM)
-  std::uint64_t context_baseline_bytes = 500 * mib;     ///< what NVML counts for a bare context
-  std::uint64_t foreign_bytes = 0;                      ///< another library's memory in this process
-  bool nvml_sees_process = true;                        ///< false: per-process memory unknown
-  bool fail_synchronize = false;                        ///< in-flight work failed (sticky error)
+  std::uint64_t capacity_bytes = 1024 * mib;         ///< allocations beyond fail (OOM)
+  std::uint64_t context_baseline_bytes = 500 * mib;  ///< what NVML counts for a bare context
+  std::uint64_t foreign_bytes = 0;                   ///< another library's memory in this process
+  bool nvml_sees_process = true;                     ///< false: per-process memory unknown
+  bool fail_synchronize = false;                     ///< in-flight work failed (sticky error)
 
   // --- what happened ----------------------------------------------------
   struct attribute_call {
@@ -131,7 +131,8 @@ class fake_gpu_api final : public detail::gpu_api {
   void synchronize(int ordinal) override {
     std::lock_guard lock(m_mutex);
     require_context(ordinal);
-    if (fail_synchronize) throw cuda_error("cudaDeviceSynchronize failed: cudaErrorIllegalAddress", 700);
+    if (fail_synchronize)
+      throw cuda_error("cudaDeviceSynchronize failed: cudaErrorIllegalAddress", 700);
   }
   void reset(int ordinal) override {
     std::lock_guard lock(m_mutex);

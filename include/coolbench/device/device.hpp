@@ -65,7 +65,8 @@ class buffer {
 
  private:
   friend class lease;
-  buffer(std::shared_ptr<device_state> state, void* pointer, std::size_t size, std::uint64_t generation)
+  buffer(std::shared_ptr<device_state> state, void* pointer, std::size_t size,
+         std::uint64_t generation)
       : m_state(std::move(state)), m_pointer(pointer), m_size(size), m_generation(generation) {}
   void reset() noexcept;
 
@@ -163,11 +164,11 @@ struct release_report {
   bool released = false;       ///< false: nothing to release (a no-op)
   bool context_reset = false;  ///< the primary context was reset
   bool forced = false;
-  std::string note;            ///< e.g. "nothing to release"
-  std::uint64_t bytes_freed = 0;        ///< live and cached device memory
-  std::uint64_t live_bytes_freed = 0;   ///< of which still referenced by buffers (now stale)
-  resource_counts destroyed{};          ///< resources destroyed, by kind
-  double seconds = 0;                   ///< wall time of the release
+  std::string note;                    ///< e.g. "nothing to release"
+  std::uint64_t bytes_freed = 0;       ///< live and cached device memory
+  std::uint64_t live_bytes_freed = 0;  ///< of which still referenced by buffers (now stale)
+  resource_counts destroyed{};         ///< resources destroyed, by kind
+  double seconds = 0;                  ///< wall time of the release
   std::uint64_t generation_after = 0;
   /// Device memory of this process that this library did not allocate, as
   /// checked before releasing (NVML's per-process figure, less this

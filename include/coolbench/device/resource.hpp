@@ -17,7 +17,7 @@ namespace coolbench::device {
 enum class resource_kind : std::uint8_t {
   graph,             ///< CUDA graphs and graph executables
   blas_handle,       ///< cuBLAS / cuBLASLt handles
-  module,            ///< loaded modules (cuModuleLoad*)
+  cuda_module,       ///< loaded modules (cuModuleLoad*)
   event,             ///< CUDA events
   stream,            ///< CUDA streams
   kernel_attribute,  ///< per-kernel attributes, re-applied in each new context
@@ -32,7 +32,7 @@ using resource_counts = std::array<std::uint64_t, resource_kind_count>;
 
 /// Settable per-kernel attributes (cudaFuncAttribute values the library uses).
 enum class kernel_attribute : std::uint8_t {
-  max_dynamic_shared_memory_bytes,  ///< cudaFuncAttributeMaxDynamicSharedMemorySize
+  max_dynamic_shared_memory_bytes,   ///< cudaFuncAttributeMaxDynamicSharedMemorySize
   preferred_shared_memory_carveout,  ///< cudaFuncAttributePreferredSharedMemoryCarveout (%)
 };
 

@@ -7,9 +7,9 @@
 #include <map>
 #include <mutex>
 
-#include "core/dynamic_library.hpp"
 #include "coolbench/core/error.hpp"
 #include "coolbench/telemetry/gpu.hpp"
+#include "core/dynamic_library.hpp"
 #include "device/detail/cuda_check.hpp"
 #include "device/detail/gpu_api.hpp"
 
@@ -43,14 +43,14 @@ class cuda_api final : public gpu_api {
     if (result == cudaErrorInsufficientDriver || result == cudaErrorNoDevice ||
         result == cudaErrorInitializationError) {
       cudaGetLastError();
-      throw not_available(std::string("no usable GPU: cudaGetDeviceCount says ") + cudaGetErrorName(result) +
-                          " (" + cudaGetErrorString(result) +
+      throw not_available(std::string("no usable GPU: cudaGetDeviceCount says ") +
+                          cudaGetErrorName(result) + " (" + cudaGetErrorString(result) +
                           "). The device layer needs an NVIDIA GPU and driver.");
     }
     COOLBENCH_CUDA_CALL(result);
     if (ordinal < 0 || ordinal >= count) {
-      throw invalid_argument("no GPU with CUDA ordinal " + std::to_string(ordinal) + ": CUDA sees " +
-                             std::to_string(count) + " GPU(s)");
+      throw invalid_argument("no GPU with CUDA ordinal " + std::to_string(ordinal) +
+                             ": CUDA sees " + std::to_string(count) + " GPU(s)");
     }
   }
 
@@ -154,9 +154,10 @@ class cuda_api final : public gpu_api {
   // The driver library is the one the CUDA runtime itself opened.
   static const driver_functions& driver_api() {
     static const driver_functions functions = [] {
-      driver_functions f{core::dynamic_library({"libcuda.so.1", "libcuda.so"}, "The CUDA driver is missing.")};
+      driver_functions f{
+          core::dynamic_library({"libcuda.so.1", "libcuda.so"}, "The CUDA driver is missing.")};
       f.device_get = reinterpret_cast<int (*)(int*, int)>(f.library.find("cuDeviceGet"));  // NOLINT
-      f.primary_ctx_get_state = reinterpret_cast<int (*)(int, unsigned*, int*)>(  // NOLINT
+      f.primary_ctx_get_state = reinterpret_cast<int (*)(int, unsigned*, int*)>(           // NOLINT
           f.library.find("cuDevicePrimaryCtxGetState"));
       return f;
     }();
@@ -175,7 +176,8 @@ class cuda_api final : public gpu_api {
       std::lock_guard lock(m_mutex);
       auto it = m_telemetry.find(ordinal);
       if (it == m_telemetry.end()) {
-        it = m_telemetry.emplace(ordinal, std::make_unique<telemetry::gpu_telemetry>(ordinal)).first;
+        it =
+            m_telemetry.emplace(ordinal, std::make_unique<telemetry::gpu_telemetry>(ordinal)).first;
       }
       const auto pid = static_cast<std::uint32_t>(getpid());
       entry.nvml_answered = true;

@@ -23,13 +23,16 @@ class no_cuda_api final : public gpu_api {
   }
   void synchronize(int /*ordinal*/) override {}
   void reset(int /*ordinal*/) override {}
-  std::optional<std::uint64_t> process_memory_bytes(int /*ordinal*/) override { return std::nullopt; }
+  std::optional<std::uint64_t> process_memory_bytes(int /*ordinal*/) override {
+    return std::nullopt;
+  }
   std::optional<bool> process_listed(int /*ordinal*/) override { return std::nullopt; }
 
  private:
   [[noreturn]] static void fail() {
-    throw not_available("this coolbench was built without the CUDA toolkit: it has no GPU support. "
-                        "Rebuild with nvcc on PATH.");
+    throw not_available(
+        "this coolbench was built without the CUDA toolkit: it has no GPU support. "
+        "Rebuild with nvcc on PATH.");
   }
 };
 

@@ -1,0 +1,78 @@
+// run -> release -> run on a real GPU: identical outputs every cycle, the
+// kernel attribute re-applied in every new context, no memory growth, and
+// after each release NVML no longer lists the process. Run it under
+// compute-sanitizer too (scripts/device-check.sh does).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "coolbench/core/error.hpp"
+#include "coolbench/device.hpp"
+#include "coolbench/telemetry.hpp"
+#include "gpu/cycle_workload.hpp"
+
+namespace coolbench {
+namespace {
+
+std::optional<std::uint64_t> this_process_memory(const telemetry::gpu_telemetry& gpu) {
+  for (const auto& p : gpu.processes()) {
+    if (p.pid == static_cast<std::uint32_t>(getpid()) && p.used_memory_bytes.ok())
+      return p.used_memory_bytes.value;
+  }
+  return std::nullopt;
+}
+
+TEST(device_cycles, run_release_run_gives_identical_outputs_and_leaves_nothing_behind) {
+  int count = 0;
+  try {
+    count = device::device::count();
+  } catch (const error& e) {
+    GTEST_SKIP() << "no GPU here: " << e.what();
+  }
+  if (count == 0) GTEST_SKIP() << "no GPU here: CUDA sees none";
+  // COOLBENCH_CYCLES lowers the count under compute-sanitizer, which is slow.
+  const char* cycles_env = std::getenv("COOLBENCH_CYCLES");
+  const int cycles = cycles_env != nullptr ? std::atoi(cycles_env) : 200;
+  const telemetry::gpu_telemetry nvml(0);
+  auto& gpu = device::device::get(0);
+  constexpr int n = 1 << 20;
+
+  std::vector<float> first;
+  std::optional<std::uint64_t> first_memory;
+  for (int cycle = 0; cycle < cycles; ++cycle) {
+    {
+      auto lease = gpu.acquire();
+      testing::register_cycle_workload(lease);
+      const auto out = testing::run_cycle_workload(lease, n, 1234U);
+      if (cycle == 0) {
+        first = out;
+        first_memory = this_process_memory(nvml);
+      } else {
+        ASSERT_EQ(out, first) << "cycle " << cycle << " computed something else";
+        const auto memory = this_process_memory(nvml);
+        if (first_memory && memory) {
+          ASSERT_LE(*memory, *first_memory + (4U << 20U)) << "cycle " << cycle << ": memory grew";
+        }
+      }
+    }
+    const auto report = gpu.release();
+    ASSERT_TRUE(report.released) << "cycle " << cycle << ": " << report.note;
+    ASSERT_TRUE(report.context_reset);
+    ASSERT_EQ(report.bytes_freed, 2U * (4U << 20U)) << cycle;  // two 4 MiB blocks
+    if (report.process_listed_after) {
+      ASSERT_FALSE(*report.process_listed_after)
+          << "cycle " << cycle << ": still listed after release";
+    }
+  }
+  const auto status = gpu.status();
+  EXPECT_EQ(status.releases, static_cast<std::uint64_t>(cycles));
+  EXPECT_FALSE(status.context_active);
+  EXPECT_EQ(status.live_bytes + status.cached_bytes, 0U);
+  if (first_memory)
+    std::printf("RECORD cycles: %d run/release cycles, process memory while running %llu MiB\n",
+                cycles, static_cast<unsigned long long>(*first_memory >> 20U));
+}
+
+}  // namespace
+}  // namespace coolbench
