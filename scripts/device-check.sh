@@ -30,13 +30,6 @@ if want tests; then
   ctest --test-dir build --output-on-failure -V -L gpu >>"$log" 2>&1
   grep -E "RECORD|tests passed|\[  FAILED|\[  SKIPPED|Failure|Expected|Which is|actual" "$log" | head -60
 fi
-if want sanitizer; then
-  echo "== compute-sanitizer memcheck over release cycles" | tee -a "$log"
-  COOLBENCH_CYCLES=5 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
-    build/tests/gpu/device_cycles_test >>"$log" 2>&1
-  echo "compute-sanitizer exit code $?" | tee -a "$log"
-  grep -E "ERROR SUMMARY|LEAK SUMMARY|PASSED|FAILED" "$log" | tail -4
-fi
 if want commands; then
   {
     build/bin/coolbench info; echo "rc=$?"
@@ -46,11 +39,18 @@ if want commands; then
   } >"$out/commands.txt" 2>&1
   tail -5 "$out/commands.txt"
 fi
+if want release-bench; then
+  build/bench/release_bench 2>&1 | tee "$out/release_bench.md"
+fi
 if want release-check; then
   build/bin/coolbench release-check --hold 5 --json "$out/release-check.json" 2>&1 | tee "$out/release-check.txt"
 fi
-if want release-bench; then
-  build/bench/release_bench 2>&1 | tee "$out/release_bench.md"
+if want sanitizer; then
+  echo "== compute-sanitizer memcheck over release cycles" | tee -a "$log"
+  COOLBENCH_CYCLES=5 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+    build/tests/gpu/device_cycles_test >>"$log" 2>&1
+  echo "compute-sanitizer exit code $?" | tee -a "$log"
+  grep -E "ERROR SUMMARY|LEAK SUMMARY|PASSED|FAILED" "$log" | tail -4
 fi
 if want telemetry-bench; then
   build/bench/telemetry_overhead 10 6 2>&1 | tee "$out/telemetry_overhead.md"
