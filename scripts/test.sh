@@ -6,7 +6,6 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 status=0
-ctest --test-dir build --output-on-failure -j "$(nproc)" || status=$?
 
 # The threaded logic (sampler, device leases and release) again under
 # ThreadSanitizer; any report fails the test.
@@ -16,6 +15,9 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_
 cmake --build build-tsan -j "$(nproc)" --target "${tsan_tests[@]}"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan --output-on-failure -R "^($(IFS='|'; echo "${tsan_tests[*]}"))\$" || status=$?
+
+# The whole suite last, so its summary closes the output.
+ctest --test-dir build --output-on-failure -j "$(nproc)" || status=$?
 # ctest shows a skipped test's output nowhere; print why each one skipped.
 log=build/Testing/Temporary/LastTest.log
 if grep -q ": Skipped" "$log" 2>/dev/null; then
