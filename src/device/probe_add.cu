@@ -1,4 +1,4 @@
-#include "device/probe_add.hpp"
+#include "coolbench/device/probe.hpp"
 
 #include <algorithm>
 #include <array>

@@ -29,24 +29,26 @@ class not_available : public error {
   using error::error;
 };
 
-/// A call into NVML failed. Carries the call, the NVML error name and code.
-class nvml_error : public error {
+/// A call into a C API that returns status codes failed; carries the code.
+class api_error : public error {
  public:
-  nvml_error(const std::string& message, int code) : error(message), m_code(code) {}
+  api_error(const std::string& message, int code) : error(message), m_code(code) {}
   [[nodiscard]] int code() const noexcept { return m_code; }
 
  private:
   int m_code;
 };
 
-/// A call into the CUDA driver or runtime failed.
-class cuda_error : public error {
+/// A call into NVML failed. Carries the call, the NVML error name and code.
+class nvml_error : public api_error {
  public:
-  cuda_error(const std::string& message, int code) : error(message), m_code(code) {}
-  [[nodiscard]] int code() const noexcept { return m_code; }
+  using api_error::api_error;
+};
 
- private:
-  int m_code;
+/// A call into the CUDA driver or runtime failed.
+class cuda_error : public api_error {
+ public:
+  using api_error::api_error;
 };
 
 /// A wait ran out of time (wait-cool, gating).

@@ -34,8 +34,8 @@
 #include "coolbench/core/clock.hpp"
 #include "coolbench/core/error.hpp"
 #include "coolbench/device.hpp"
+#include "coolbench/device/probe.hpp"
 #include "coolbench/telemetry.hpp"
-#include "device/probe_add.hpp"
 
 namespace coolbench::cli {
 namespace {
