@@ -1,46 +1,34 @@
 // The coolbench command run as a child process: the documented exit codes (docs/cli/*.md), the
 // one-line errors, the help texts, and every command over the doubles of NVML and the CUDA
 // driver (tests/telemetry/fake), scripted through the child's environment.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
-extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in unistd.h
+#include "cli/run_coolbench.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-using env_map = std::map<std::string, std::string>;
+using coolbench::testing::child;
+using coolbench::testing::env_map;
+using coolbench::testing::read_file;
+using coolbench::testing::run_result;
 
 // Above PID_MAX_LIMIT (2^22): no process has this pid, so NVML names it "fakeproc<pid>".
 constexpr unsigned absent_pid = 4194304 + 77;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -57,16 +45,7 @@ std::size_t csv_cells(const std::string& line) { return count_of(line, ',') + 1;
 
 // The environment of this process without the variables that script coolbench or the doubles.
 env_map clean_environment() {
-  env_map env;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string text = *entry;
-    const std::size_t equals = text.find('=');
-    if (equals == std::string::npos) continue;
-    const std::string name = text.substr(0, equals);
-    if (name.starts_with("COOLBENCH_") || name.starts_with("FAKE_")) continue;
-    env[name] = text.substr(equals + 1);
-  }
-  return env;
+  return coolbench::testing::inherited_environment({"COOLBENCH_", "FAKE_"});
 }
 
 // coolbench over the doubles, with `script` added (FAKE_NVML_PROCESSES=…).
@@ -85,130 +64,16 @@ env_map without_driver() {
   return env;
 }
 
-struct result {
-  int code = -1;  ///< exit status; -1 when the child did not exit normally
-  std::string out;
-  std::string err;
-};
-
-/// A coolbench child whose stdout and stderr go to files.
-class child {
- public:
-  child(const std::vector<std::string>& args, const env_map& env, const fs::path& dir) {
-    static int serial = 0;
-    const std::string stem = "run" + std::to_string(++serial);
-    m_out_path = dir / (stem + ".out");
-    m_err_path = dir / (stem + ".err");
-    // Everything the child needs is built before fork: it only dup2s and execs.
-    std::vector<std::string> argv_text = {COOLBENCH_EXE};
-    argv_text.insert(argv_text.end(), args.begin(), args.end());
-    std::vector<std::string> env_text;
-    for (const auto& [name, value] : env) env_text.push_back(name + "=" + value);
-    std::vector<char*> argv;
-    for (auto& a : argv_text) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    for (auto& e : env_text) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    const int out = open(m_out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    const int err = open(m_err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (out < 0 || err < 0 || null < 0) {
-      ADD_FAILURE() << "cannot open the output files in " << dir << ": " << std::strerror(errno);
-      for (const int fd : {out, err, null}) {
-        if (fd >= 0) close(fd);
-      }
-      return;
-    }
-    m_pid = fork();
-    if (m_pid == 0) {
-      if (dup2(null, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 ||
-          dup2(err, STDERR_FILENO) < 0) {
-        _exit(126);
-      }
-      execve(argv[0], argv.data(), envp.data());
-      _exit(127);
-    }
-    if (m_pid < 0) ADD_FAILURE() << "fork failed: " << std::strerror(errno);
-    close(out);
-    close(err);
-    close(null);
-  }
-  ~child() {
-    if (m_pid > 0) {
-      kill(m_pid, SIGKILL);
-      waitpid(m_pid, nullptr, 0);
-    }
-  }
-  child(const child&) = delete;
-  child& operator=(const child&) = delete;
-  child(child&&) = delete;
-  child& operator=(child&&) = delete;
-
-  [[nodiscard]] pid_t pid() const noexcept { return m_pid; }
-
-  /// Waits for the child to end (killing it after `limit`) and collects its output.
-  result wait(std::chrono::seconds limit = 20s) {
-    result r;
-    if (m_pid <= 0) return r;
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    int status = 0;
-    while (true) {
-      const pid_t done = waitpid(m_pid, &status, WNOHANG);
-      if (done == m_pid) break;
-      if (done < 0 && errno != EINTR) {
-        ADD_FAILURE() << "waitpid failed: " << std::strerror(errno);
-        return r;
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        ADD_FAILURE() << "coolbench still runs after " << limit.count() << " s: killed";
-        kill(m_pid, SIGKILL);
-        waitpid(m_pid, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(2ms);
-    }
-    m_pid = -1;
-    if (WIFEXITED(status)) {
-      r.code = WEXITSTATUS(status);
-    } else if (WIFSIGNALED(status)) {
-      ADD_FAILURE() << "coolbench died of signal " << WTERMSIG(status);
-    }
-    r.out = read_file(m_out_path);
-    r.err = read_file(m_err_path);
-    return r;
-  }
-
- private:
-  pid_t m_pid = -1;
-  fs::path m_out_path;
-  fs::path m_err_path;
-};
-
-class cli_test : public ::testing::Test {
+class cli_test : public coolbench::testing::coolbench_test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::path(::testing::TempDir()) / "coolbench_cli_test.XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr) << std::strerror(errno);
-    m_dir = pattern;
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(m_dir, ignored);
-  }
+  cli_test() : coolbench_test("coolbench_cli_test") {}
 
-  result run(const std::vector<std::string>& args, const env_map& env = with_fakes()) {
-    child c(args, env, m_dir);
-    return c.wait();
+  run_result run(const std::vector<std::string>& args, const env_map& env = with_fakes()) {
+    return coolbench_test::run(args, env);
   }
-
-  [[nodiscard]] const fs::path& dir() const noexcept { return m_dir; }
-
- private:
-  fs::path m_dir;
 };
 
-std::string describe(const std::vector<std::string>& args, const result& r) {
+std::string describe(const std::vector<std::string>& args, const run_result& r) {
   std::string text = "coolbench";
   for (const auto& a : args) text += " " + a;
   return text + "\n--- exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" +
@@ -232,7 +97,7 @@ std::string doc(const std::string& name) {
 // ---- The command line ------------------------------------------------------------------------
 
 TEST_F(cli_test, no_command_is_a_usage_error_with_the_help_on_stderr) {
-  const result r = run({});
+  const run_result r = run({});
   EXPECT_EQ(r.code, 2) << describe({}, r);
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("Usage: coolbench <command>"), std::string::npos) << r.err;
@@ -243,7 +108,7 @@ TEST_F(cli_test, an_unknown_flag_is_one_line_naming_it) {
                                                {"info", "--bogus-flag"},
                                                {"monitor", "--bogus-flag"},
                                                {"who", "--bogus-flag"}}) {
-    const result r = run(args);
+    const run_result r = run(args);
     EXPECT_EQ(r.code, 2) << describe(args, r);
     EXPECT_EQ(r.out, "") << describe(args, r);
     expect_one_line(r.err, "coolbench");
@@ -261,7 +126,7 @@ TEST_F(cli_test, bad_values_are_usage_errors) {
       {{"wait-cool", "--below", "50", "--period", "5"}, "--period"},
       {{"wait-cool", "--below", "121"}, "--below"}};
   for (const auto& [args, option] : cases) {
-    const result r = run(args);
+    const run_result r = run(args);
     EXPECT_EQ(r.code, 2) << describe(args, r);
     expect_one_line(r.err, "coolbench " + args[0] + ": ");
     EXPECT_NE(r.err.find(option), std::string::npos) << r.err;
@@ -269,7 +134,7 @@ TEST_F(cli_test, bad_values_are_usage_errors) {
 }
 
 TEST_F(cli_test, wait_cool_needs_below) {
-  const result r = run({"wait-cool"});
+  const run_result r = run({"wait-cool"});
   EXPECT_EQ(r.code, 2) << describe({"wait-cool"}, r);
   expect_one_line(r.err, "coolbench wait-cool: ");
   EXPECT_NE(r.err.find("--below"), std::string::npos) << r.err;
@@ -277,25 +142,25 @@ TEST_F(cli_test, wait_cool_needs_below) {
 
 TEST_F(cli_test, help_prints_the_documentation) {
   for (const char* flag : {"--help", "-h"}) {
-    const result r = run({flag});
+    const run_result r = run({flag});
     EXPECT_EQ(r.code, 0) << describe({flag}, r);
     EXPECT_EQ(r.out, doc("coolbench"));
     EXPECT_EQ(r.err, "");
   }
   for (const std::string command : {"info", "monitor", "who", "wait-cool"}) {
-    const result r = run({command, "--help"});
+    const run_result r = run({command, "--help"});
     EXPECT_EQ(r.code, 0) << describe({command, "--help"}, r);
     EXPECT_EQ(r.out, doc(command)) << command;
     EXPECT_EQ(r.err, "") << command;
   }
   // Help wins over what else is on the line, and needs no GPU.
-  const result r = run({"wait-cool", "--help"}, without_driver());
+  const run_result r = run({"wait-cool", "--help"}, without_driver());
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out, doc("wait-cool"));
 }
 
 TEST_F(cli_test, version_prints_one_line) {
-  const result r = run({"--version"});
+  const run_result r = run({"--version"});
   EXPECT_EQ(r.code, 0) << describe({"--version"}, r);
   EXPECT_TRUE(r.out.starts_with("coolbench ")) << r.out;
   EXPECT_EQ(count_of(r.out, '\n'), 1U) << r.out;
@@ -305,13 +170,13 @@ TEST_F(cli_test, version_prints_one_line) {
 // ---- Without the NVIDIA driver --------------------------------------------------------------
 
 TEST_F(cli_test, info_without_a_driver_shows_the_host_and_exits_3) {
-  const result r = run({"info"}, without_driver());
+  const run_result r = run({"info"}, without_driver());
   EXPECT_EQ(r.code, 3) << describe({"info"}, r);
   EXPECT_NE(r.out.find("Host sensors"), std::string::npos) << r.out;
   expect_one_line(r.err, "coolbench info: ");
   EXPECT_NE(r.err.find("driver"), std::string::npos) << r.err;
 
-  const result j = run({"info", "--json"}, without_driver());
+  const run_result j = run({"info", "--json"}, without_driver());
   EXPECT_EQ(j.code, 3) << describe({"info", "--json"}, j);
   expect_one_line(j.err, "coolbench info: ");
   const nlohmann::json report = nlohmann::json::parse(j.out);
@@ -324,7 +189,7 @@ TEST_F(cli_test, gpu_commands_without_a_driver_exit_3_with_one_line) {
                                                {"monitor"},
                                                {"monitor", "--duration", "1"},
                                                {"wait-cool", "--below", "50"}}) {
-    const result r = run(args, without_driver());
+    const run_result r = run(args, without_driver());
     EXPECT_EQ(r.code, 3) << describe(args, r);
     expect_one_line(r.err, "coolbench " + args[0] + ": ");
     EXPECT_NE(r.err.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << r.err;
@@ -332,7 +197,7 @@ TEST_F(cli_test, gpu_commands_without_a_driver_exit_3_with_one_line) {
 }
 
 TEST_F(cli_test, a_driver_that_is_not_loaded_exits_3) {
-  const result r = run({"who"}, with_fakes({{"FAKE_NVML_INIT_RESULT", "9"}}));
+  const run_result r = run({"who"}, with_fakes({{"FAKE_NVML_INIT_RESULT", "9"}}));
   EXPECT_EQ(r.code, 3) << describe({"who"}, r);
   expect_one_line(r.err, "coolbench who: ");
   EXPECT_NE(r.err.find("NVML_ERROR_DRIVER_NOT_LOADED"), std::string::npos) << r.err;
@@ -341,7 +206,7 @@ TEST_F(cli_test, a_driver_that_is_not_loaded_exits_3) {
 // ---- Over the doubles ------------------------------------------------------------------------
 
 TEST_F(cli_test, info_shows_every_gpu) {
-  const result r = run({"info"});
+  const run_result r = run({"info"});
   EXPECT_EQ(r.code, 0) << describe({"info"}, r);
   EXPECT_EQ(r.err, "");
   EXPECT_NE(r.out.find("Host sensors"), std::string::npos) << r.out;
@@ -353,7 +218,7 @@ TEST_F(cli_test, info_shows_every_gpu) {
 }
 
 TEST_F(cli_test, info_json_of_one_device) {
-  const result r = run({"info", "--device", "0", "--json"});
+  const run_result r = run({"info", "--device", "0", "--json"});
   ASSERT_EQ(r.code, 0) << describe({"info", "--device", "0", "--json"}, r);
   EXPECT_EQ(r.err, "");
   const nlohmann::json report = nlohmann::json::parse(r.out);
@@ -370,8 +235,8 @@ TEST_F(cli_test, info_json_of_one_device) {
 }
 
 TEST_F(cli_test, info_json_marks_unsupported_readings) {
-  const result r = run({"info", "--device", "1", "--json"},
-                       with_fakes({{"FAKE_NVML_UNSUPPORTED", "nvmlDeviceGetTemperature"}}));
+  const run_result r = run({"info", "--device", "1", "--json"},
+                           with_fakes({{"FAKE_NVML_UNSUPPORTED", "nvmlDeviceGetTemperature"}}));
   ASSERT_EQ(r.code, 0) << describe({"info", "--device", "1", "--json"}, r);
   const nlohmann::json sample = nlohmann::json::parse(r.out)["gpus"][0]["sample"];
   EXPECT_TRUE(sample["temp_gpu_c"].is_null()) << sample.dump();
@@ -382,7 +247,7 @@ TEST_F(cli_test, a_device_that_does_not_exist_exits_4) {
   for (const std::vector<std::string>& args : {std::vector<std::string>{"info", "--device", "5"},
                                                {"monitor", "--device", "5", "--duration", "1"},
                                                {"wait-cool", "--below", "50", "--device", "5"}}) {
-    const result r = run(args);
+    const run_result r = run(args);
     EXPECT_EQ(r.code, 4) << describe(args, r);
     expect_one_line(r.err, "coolbench " + args[0] + ": ");
     EXPECT_NE(r.err.find("CUDA sees 2 GPU(s)"), std::string::npos) << r.err;
@@ -392,7 +257,7 @@ TEST_F(cli_test, a_device_that_does_not_exist_exits_4) {
 TEST_F(cli_test, who_lists_the_processes) {
   const std::string pid = std::to_string(absent_pid);
   const env_map env = with_fakes({{"FAKE_NVML_PROCESSES", pid + ":1048576"}});
-  const result r = run({"who"}, env);
+  const run_result r = run({"who"}, env);
   EXPECT_EQ(r.code, 0) << describe({"who"}, r);
   EXPECT_EQ(r.err, "");
   const std::vector<std::string> lines = lines_of(r.out);
@@ -404,7 +269,7 @@ TEST_F(cli_test, who_lists_the_processes) {
   EXPECT_NE(lines[2].find("fakeproc" + pid), std::string::npos) << r.out;
   EXPECT_EQ(lines[3], "GPU 1: Fake GPU 1 (00000000:01:00.0): no process holds a context");
 
-  const result j = run({"who", "--json"}, env);
+  const run_result j = run({"who", "--json"}, env);
   ASSERT_EQ(j.code, 0) << describe({"who", "--json"}, j);
   const nlohmann::json report = nlohmann::json::parse(j.out);
   ASSERT_EQ(report.size(), 2U);
@@ -415,7 +280,7 @@ TEST_F(cli_test, who_lists_the_processes) {
 }
 
 TEST_F(cli_test, who_without_gpus_says_so) {
-  const result r = run({"who"}, with_fakes({{"FAKE_CUDA_INIT_RESULT", "100"}}));
+  const run_result r = run({"who"}, with_fakes({{"FAKE_CUDA_INIT_RESULT", "100"}}));
   EXPECT_EQ(r.code, 0) << describe({"who"}, r);
   EXPECT_NE(r.out.find("No GPU is visible to CUDA"), std::string::npos) << r.out;
 }
@@ -438,7 +303,7 @@ TEST_F(cli_test, monitor_prints_and_writes_a_line_per_sample) {
   const std::string csv = (dir() / "monitor.csv").string();
   const std::vector<std::string> args = {"monitor", "--period", "10", "--duration",
                                          "0.3",     "--csv",    csv};
-  const result r = run(args);
+  const run_result r = run(args);
   ASSERT_EQ(r.code, 0) << describe(args, r);
   EXPECT_EQ(r.err, "");
   const std::vector<std::string> lines = lines_of(r.out);
@@ -459,7 +324,7 @@ TEST_F(cli_test, monitor_prints_and_writes_a_line_per_sample) {
 TEST_F(cli_test, monitor_cannot_write_its_csv_exits_4) {
   const std::string csv = (dir() / "no-such-folder" / "monitor.csv").string();
   const std::vector<std::string> args = {"monitor", "--duration", "1", "--csv", csv};
-  const result r = run(args);
+  const run_result r = run(args);
   EXPECT_EQ(r.code, 4) << describe(args, r);
   expect_one_line(r.err, "coolbench monitor: ");
   EXPECT_NE(r.err.find(csv), std::string::npos) << r.err;
@@ -478,7 +343,7 @@ TEST_F(cli_test, monitor_ends_at_ctrl_c_with_a_complete_csv) {
   }
   std::this_thread::sleep_until(start + 300ms);
   ASSERT_EQ(kill(c.pid(), SIGINT), 0) << std::strerror(errno);
-  const result r = c.wait();
+  const run_result r = c.wait();
   EXPECT_EQ(r.code, 0) << describe(args, r);
   EXPECT_EQ(r.err, "");
   expect_complete_csv(read_file(csv), 10);
@@ -486,11 +351,11 @@ TEST_F(cli_test, monitor_ends_at_ctrl_c_with_a_complete_csv) {
 
 TEST_F(cli_test, wait_cool_returns_once_cool_enough) {
   const std::vector<std::string> args = {"wait-cool", "--below", "50"};
-  const result r = run(args);
+  const run_result r = run(args);
   EXPECT_EQ(r.code, 0) << describe(args, r);
   EXPECT_NE(r.out.find("GPU 0: 40 C <= 50 C"), std::string::npos) << r.out;
   EXPECT_EQ(r.err, "");
-  const result quiet = run({"wait-cool", "--below", "40", "--quiet", "--device", "0"});
+  const run_result quiet = run({"wait-cool", "--below", "40", "--quiet", "--device", "0"});
   EXPECT_EQ(quiet.code, 0);
   EXPECT_EQ(quiet.out, "");
 }
@@ -499,7 +364,7 @@ TEST_F(cli_test, wait_cool_times_out_with_exit_5) {
   const std::vector<std::string> args = {"wait-cool", "--below",  "30", "--timeout",
                                          "0.5",       "--period", "50"};
   const auto start = std::chrono::steady_clock::now();
-  const result r = run(args);
+  const run_result r = run(args);
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(r.code, 5) << describe(args, r);
   expect_one_line(r.err, "coolbench wait-cool: ");
@@ -510,7 +375,8 @@ TEST_F(cli_test, wait_cool_times_out_with_exit_5) {
 
 TEST_F(cli_test, wait_cool_on_a_gpu_without_a_temperature_exits_3) {
   const std::vector<std::string> args = {"wait-cool", "--below", "50"};
-  const result r = run(args, with_fakes({{"FAKE_NVML_UNSUPPORTED", "nvmlDeviceGetTemperature"}}));
+  const run_result r =
+      run(args, with_fakes({{"FAKE_NVML_UNSUPPORTED", "nvmlDeviceGetTemperature"}}));
   EXPECT_EQ(r.code, 3) << describe(args, r);
   expect_one_line(r.err, "coolbench wait-cool: ");
 }
