@@ -9,6 +9,8 @@ packages=(
   nlohmann-json3-dev                # JSON output
   libfmt-dev                        # formatting (used header-only)
   libgtest-dev                      # unit tests
+  libonnx-dev libprotobuf-dev       # ONNX import (the engine)
+  libopenblas-dev                   # MatMul/Gemm on the CPU backend
   clang-format                      # the format check in the test suite
 )
 

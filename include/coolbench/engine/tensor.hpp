@@ -1,0 +1,116 @@
+/// @file
+/// Host tensors of the engine: a dtype, a shape and contiguous row-major
+/// storage. The CPU backend computes on them; the CUDA backend (Engine II)
+/// copies them to and from the device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coolbench/core/error.hpp"
+
+namespace coolbench::engine {
+
+/// Element types the engine supports (ONNX TensorProto.DataType values in the
+/// comments). float16 is stored as IEEE binary16 bits and computed in float32
+/// on the CPU.
+enum class dtype : std::uint8_t {
+  float32,  ///< FLOAT = 1
+  float16,  ///< FLOAT16 = 10
+  int64,    ///< INT64 = 7
+  int32,    ///< INT32 = 6
+  boolean,  ///< BOOL = 9, one byte per element
+};
+
+[[nodiscard]] std::string_view to_string(dtype type) noexcept;
+[[nodiscard]] std::size_t size_of(dtype type) noexcept;
+
+using shape_t = std::vector<std::int64_t>;
+
+/// "[1, 2, 3]".
+[[nodiscard]] std::string to_string(const shape_t& shape);
+
+/// Product of the dimensions. Throws invalid_argument for a negative
+/// dimension or when the product overflows (a hostile model must not make
+/// the engine allocate a wrapped-around size).
+[[nodiscard]] std::int64_t element_count(const shape_t& shape);
+
+/// A dense tensor in host memory. Copyable (copies the data).
+class tensor {
+ public:
+  tensor() = default;
+  /// Zero-filled storage for `shape` (allocation only; kernels overwrite it).
+  tensor(dtype type, shape_t shape);
+  /// Takes `bytes` as the contents; their size must match the shape.
+  tensor(dtype type, shape_t shape, std::vector<std::byte> bytes);
+
+  [[nodiscard]] dtype type() const noexcept { return m_type; }
+  [[nodiscard]] const shape_t& shape() const noexcept { return m_shape; }
+  [[nodiscard]] std::int64_t size() const noexcept { return m_count; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return m_data.size(); }
+  [[nodiscard]] std::size_t rank() const noexcept { return m_shape.size(); }
+
+  [[nodiscard]] std::span<std::byte> raw() noexcept { return m_data; }
+  [[nodiscard]] std::span<const std::byte> raw() const noexcept { return m_data; }
+
+  /// Typed view; throws invalid_argument when T does not match the dtype.
+  template <class T>
+  [[nodiscard]] std::span<T> data();
+  template <class T>
+  [[nodiscard]] std::span<const T> data() const;
+
+  /// The same data under another shape of the same element count.
+  [[nodiscard]] tensor reshaped(shape_t shape) const;
+
+ private:
+  dtype m_type = dtype::float32;
+  shape_t m_shape;
+  std::int64_t m_count = 0;
+  std::vector<std::byte> m_data;
+};
+
+/// The dtype that stores T (float → float32, std::int64_t → int64, …);
+/// float16 has no C++ type here and is reached through raw().
+template <class T>
+[[nodiscard]] constexpr dtype dtype_of() noexcept;
+
+template <>
+constexpr dtype dtype_of<float>() noexcept {
+  return dtype::float32;
+}
+template <>
+constexpr dtype dtype_of<std::int64_t>() noexcept {
+  return dtype::int64;
+}
+template <>
+constexpr dtype dtype_of<std::int32_t>() noexcept {
+  return dtype::int32;
+}
+template <>
+constexpr dtype dtype_of<bool>() noexcept {
+  return dtype::boolean;
+}
+
+template <class T>
+std::span<T> tensor::data() {
+  if (dtype_of<std::remove_const_t<T>>() != m_type) {
+    throw invalid_argument("tensor holds " + std::string(to_string(m_type)) + ", not " +
+                           std::string(to_string(dtype_of<std::remove_const_t<T>>())));
+  }
+  return {reinterpret_cast<T*>(m_data.data()), static_cast<std::size_t>(m_count)};  // NOLINT
+}
+
+template <class T>
+std::span<const T> tensor::data() const {
+  return const_cast<tensor*>(this)->data<const T>();  // NOLINT: one check, two constnesses
+}
+
+/// IEEE binary16 <-> float32, round to nearest even.
+[[nodiscard]] float half_to_float(std::uint16_t bits) noexcept;
+[[nodiscard]] std::uint16_t float_to_half(float value) noexcept;
+
+}  // namespace coolbench::engine

@@ -1,0 +1,149 @@
+#include "coolbench/engine/session.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "coolbench/engine/model.hpp"
+#include "engine/backend.hpp"
+
+namespace coolbench::engine {
+
+session::session(graph g, std::string_view backend_name)
+    : m_graph(std::move(g)), m_backend(make_backend(backend_name)) {
+  for (const auto& n : m_graph.nodes) {
+    if (!m_backend->supports(n)) {
+      throw model_error("unsupported operator " + (n.domain.empty() ? "" : n.domain + ".") +
+                        n.op_type + " (opset " + std::to_string(m_graph.opset) + ") in node '" +
+                        n.name + "'");
+    }
+  }
+}
+
+session session::load(const std::filesystem::path& path, std::string_view backend_name) {
+  return session(load_onnx(path), backend_name);
+}
+
+session::~session() = default;
+session::session(session&&) noexcept = default;
+session& session::operator=(session&&) noexcept = default;
+
+std::string_view session::backend_name() const noexcept { return m_backend->name(); }
+
+void session::set_input(const std::string& name, tensor value) {
+  const auto it = std::find_if(m_graph.inputs.begin(), m_graph.inputs.end(),
+                               [&](const value_info& v) { return v.name == name; });
+  if (it == m_graph.inputs.end()) {
+    std::string names;
+    for (const auto& v : m_graph.inputs) names += (names.empty() ? "" : ", ") + v.name;
+    throw invalid_argument("the model has no input '" + name + "'; its inputs are: " + names);
+  }
+  if (value.type() != it->type) {
+    throw invalid_argument("input '" + name + "': expected " + std::string(to_string(it->type)) +
+                           ", got " + std::string(to_string(value.type())));
+  }
+  if (it->has_shape) {
+    const auto& got = value.shape();
+    std::string expected = "[";
+    for (std::size_t i = 0; i < it->shape.size(); ++i) {
+      const auto& d = it->shape[i];
+      expected += (i == 0 ? "" : ", ") + (d.value >= 0       ? std::to_string(d.value)
+                                          : d.symbol.empty() ? "?"
+                                                             : d.symbol);
+    }
+    expected += "]";
+    const auto mismatch = [&](const std::string& why) {
+      throw invalid_argument("input '" + name + "': expected shape " + expected + ", got " +
+                             to_string(got) + why);
+    };
+    if (got.size() != it->shape.size()) mismatch("");
+    std::map<std::string, std::int64_t> bound = m_symbols;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const auto& d = it->shape[i];
+      if (d.value >= 0 && d.value != got[i]) mismatch("");
+      if (d.value < 0 && !d.symbol.empty()) {
+        const auto [entry, inserted] = bound.emplace(d.symbol, got[i]);
+        if (!inserted && entry->second != got[i]) {
+          mismatch(" ('" + d.symbol + "' is " + std::to_string(entry->second) +
+                   " in another input)");
+        }
+      }
+    }
+    m_symbols = std::move(bound);
+  }
+  m_inputs.insert_or_assign(name, std::move(value));
+}
+
+void session::run() {
+  for (const auto& v : m_graph.inputs) {
+    if (!m_inputs.contains(v.name))
+      throw invalid_argument("input '" + v.name + "' was not set before run()");
+  }
+  // Last use of each value, so intermediates are dropped as soon as possible.
+  std::map<std::string, std::size_t> last_use;
+  for (std::size_t i = 0; i < m_graph.nodes.size(); ++i) {
+    for (const auto& in : m_graph.nodes[i].inputs) last_use[in] = i;
+  }
+  std::set<std::string> keep;
+  for (const auto& v : m_graph.outputs) keep.insert(v.name);
+
+  std::map<std::string, tensor> values;
+  const auto lookup = [&](const std::string& name) -> const tensor* {
+    if (name.empty()) return nullptr;
+    if (auto it = values.find(name); it != values.end()) return &it->second;
+    if (auto it = m_inputs.find(name); it != m_inputs.end()) return &it->second;
+    if (auto it = m_graph.initializers.find(name); it != m_graph.initializers.end())
+      return &it->second;
+    throw invalid_argument("value '" + name + "' is missing at run time");
+  };
+  std::vector<const tensor*> inputs;
+  std::vector<tensor> outputs;
+  for (std::size_t i = 0; i < m_graph.nodes.size(); ++i) {
+    const node& n = m_graph.nodes[i];
+    inputs.clear();
+    for (const auto& name : n.inputs) inputs.push_back(lookup(name));
+    outputs.assign(n.outputs.size(), tensor());
+    m_backend->run(n, inputs, outputs);
+    for (std::size_t o = 0; o < n.outputs.size(); ++o) {
+      if (!n.outputs[o].empty()) values.insert_or_assign(n.outputs[o], std::move(outputs[o]));
+    }
+    for (const auto& name : n.inputs) {
+      if (last_use[name] == i && !keep.contains(name)) values.erase(name);
+    }
+  }
+  m_outputs.clear();
+  for (const auto& v : m_graph.outputs) {
+    if (auto it = values.find(v.name); it != values.end()) {
+      m_outputs.insert_or_assign(v.name, std::move(it->second));
+    } else {
+      m_outputs.insert_or_assign(v.name,
+                                 *lookup(v.name));  // an input or initializer passed through
+    }
+  }
+}
+
+const tensor& session::output(std::size_t index) const {
+  if (index >= m_graph.outputs.size()) {
+    throw invalid_argument("output " + std::to_string(index) + " does not exist: the model has " +
+                           std::to_string(m_graph.outputs.size()));
+  }
+  return output(m_graph.outputs[index].name);
+}
+
+const tensor& session::output(const std::string& name) const {
+  const auto it = m_outputs.find(name);
+  if (it == m_outputs.end()) {
+    const bool declared = std::any_of(m_graph.outputs.begin(), m_graph.outputs.end(),
+                                      [&](const value_info& v) { return v.name == name; });
+    throw invalid_argument(declared ? "output '" + name + "' is not computed yet: call run() first"
+                                    : "the model has no output '" + name + "'");
+  }
+  return it->second;
+}
+
+void session::release() {
+  m_inputs.clear();
+  m_outputs.clear();
+  m_symbols.clear();
+}
+
+}  // namespace coolbench::engine
