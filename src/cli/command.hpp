@@ -19,6 +19,7 @@ command add_info_command(CLI::App& parent);
 command add_monitor_command(CLI::App& parent);
 command add_who_command(CLI::App& parent);
 command add_wait_cool_command(CLI::App& parent);
+command add_model_command(CLI::App& parent);
 command add_release_check_command(CLI::App& parent);
 
 /// Adds `--device N` (a CUDA ordinal, default 0) to a subcommand.

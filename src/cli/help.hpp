@@ -11,6 +11,7 @@ std::string_view info();
 std::string_view monitor();
 std::string_view who();
 std::string_view wait_cool();
+std::string_view model();
 std::string_view release_check();
 
 }  // namespace coolbench::cli::help
