@@ -16,6 +16,7 @@
 #include "coolbench/core/error.hpp"
 #include "coolbench/core/version.hpp"
 #include "coolbench/device/device.hpp"
+#include "coolbench/device/json.hpp"
 #include "coolbench/registry.hpp"
 
 namespace {
@@ -54,47 +55,6 @@ void write_text(std::string_view text, char* out, std::size_t out_len) noexcept 
 }
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-json counts_json(const device::resource_counts& counts) {
-  json out = json::object();
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    out[std::string(device::to_string(static_cast<device::resource_kind>(i)))] = counts[i];
-  }
-  return out;
-}
-
-json report_json(const device::release_report& r) {
-  json j;
-  j["ordinal"] = r.ordinal;
-  j["released"] = r.released;
-  j["context_reset"] = r.context_reset;
-  j["forced"] = r.forced;
-  j["note"] = r.note;
-  j["bytes_freed"] = r.bytes_freed;
-  j["live_bytes_freed"] = r.live_bytes_freed;
-  j["destroyed"] = counts_json(r.destroyed);
-  j["seconds"] = r.seconds;
-  j["generation_after"] = r.generation_after;
-  j["foreign_bytes"] = r.foreign_bytes ? json(*r.foreign_bytes) : json(nullptr);
-  j["foreign_check"] = r.foreign_check;
-  j["process_listed_after"] =
-      r.process_listed_after ? json(*r.process_listed_after) : json(nullptr);
-  return j;
-}
-
-json status_json(const device::device_status& s) {
-  json j;
-  j["ordinal"] = s.ordinal;
-  j["context_active"] = s.context_active;
-  j["generation"] = s.generation;
-  j["leases"] = s.leases;
-  j["live_bytes"] = s.live_bytes;
-  j["cached_bytes"] = s.cached_bytes;
-  j["peak_bytes"] = s.peak_bytes;
-  j["resources"] = counts_json(s.resources);
-  j["releases"] = s.releases;
-  return j;
-}
 
 // Maps the exception being handled to a return code and records its message.
 int fail_current_exception() noexcept {
@@ -158,7 +118,7 @@ int coolbench_release_device(int device, unsigned flags, char* report, size_t re
     const device::release_report result = get_device(device).release(options);
     // The release is done whatever happens to the report: its result stands.
     try {
-      write_text(dump(report_json(result)), report, report_len);
+      write_text(device::to_json(result), report, report_len);
     } catch (...) {
       write_text("", report, report_len);
     }
@@ -176,7 +136,7 @@ int coolbench_device_state(int device, char* json_out, size_t json_len) {
       throw bad_c_argument("coolbench_device_state: json is NULL but json_len is " +
                            std::to_string(json_len) + "; pass a buffer, or NULL with 0");
     }
-    write_text(dump(status_json(get_device(device).status())), json_out, json_len);
+    write_text(device::to_json(get_device(device).status()), json_out, json_len);
     return COOLBENCH_OK;
   } catch (...) {
     const int code = fail_current_exception();

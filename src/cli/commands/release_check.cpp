@@ -34,6 +34,7 @@
 #include "coolbench/core/clock.hpp"
 #include "coolbench/core/error.hpp"
 #include "coolbench/device.hpp"
+#include "coolbench/device/json.hpp"
 #include "coolbench/device/probe.hpp"
 #include "coolbench/telemetry.hpp"
 
@@ -650,27 +651,6 @@ nlohmann::json criteria_json(const idle_criteria& c) {
           {"consecutive", c.consecutive}};
 }
 
-nlohmann::json report_json(const device::release_report& r) {
-  nlohmann::json destroyed = nlohmann::json::object();
-  for (std::size_t i = 0; i < device::resource_kind_count; ++i) {
-    destroyed[std::string(device::to_string(static_cast<device::resource_kind>(i)))] =
-        r.destroyed[i];
-  }
-  return {{"released", r.released},
-          {"context_reset", r.context_reset},
-          {"forced", r.forced},
-          {"note", r.note},
-          {"bytes_freed", r.bytes_freed},
-          {"live_bytes_freed", r.live_bytes_freed},
-          {"destroyed", destroyed},
-          {"seconds", r.seconds},
-          {"generation_after", r.generation_after},
-          {"foreign_bytes", r.foreign_bytes ? nlohmann::json(*r.foreign_bytes) : nullptr},
-          {"foreign_check", r.foreign_check},
-          {"process_listed_after",
-           r.process_listed_after ? nlohmann::json(*r.process_listed_after) : nullptr}};
-}
-
 nlohmann::json mode_json(const mode_record& m) {
   nlohmann::json j = {{"ran", m.ran},
                       {"pid", m.pid},
@@ -696,7 +676,7 @@ nlohmann::json mode_json(const mode_record& m) {
        m.view.holder_memory_bytes ? nlohmann::json(*m.view.holder_memory_bytes) : nullptr},
       {"processes", cli::to_json(m.view.processes)},
       {"sample", m.view.sample ? cli::to_json(*m.view.sample) : nlohmann::json(nullptr)}};
-  if (m.report) j["release_report"] = report_json(*m.report);
+  if (m.report) j["release_report"] = nlohmann::json::parse(device::to_json(*m.report));
   if (m.release_forced_because) j["release_forced_because"] = *m.release_forced_because;
   if (m.child_exit_status) j["child_exit_status"] = *m.child_exit_status;
   nlohmann::json samples = nlohmann::json::array();
