@@ -10,6 +10,7 @@ packages=(
   libfmt-dev                        # formatting (used header-only)
   libgtest-dev                      # unit tests
   libonnx-dev libprotobuf-dev       # ONNX import (the engine)
+  libonnx-testdata                  # ONNX's backend node tests, for the conformance runner
   libopenblas-dev                   # MatMul/Gemm on the CPU backend
   clang-format                      # the format check in the test suite
 )

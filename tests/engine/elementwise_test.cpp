@@ -190,6 +190,17 @@ TEST(Elementwise, PowTakesFloatOrIntegerExponent) {
   EXPECT_EQ(values<float>(out[0]), (std::vector<float>{1, 9, 64}));
 }
 
+TEST(Elementwise, PowKeepsAnIntegerBaseType) {
+  const tensor base = make<std::int64_t>({3}, {2, 3, -2});
+  const tensor iexp = make<std::int32_t>({3}, {40, 2, 3});
+  auto out = run(make_node("Pow"), {&base, &iexp});
+  EXPECT_EQ(out[0].type(), dtype::int64);
+  EXPECT_EQ(values<std::int64_t>(out[0]), (std::vector<std::int64_t>{1LL << 40, 9, -8}));
+  const tensor fexp = make<float>({3}, {0.5F, 2, 2});
+  out = run(make_node("Pow"), {&base, &fexp});
+  EXPECT_EQ(values<std::int64_t>(out[0]), (std::vector<std::int64_t>{1, 9, 4}));
+}
+
 TEST(Elementwise, UnaryMath) {
   const tensor x = make<float>({4}, {-2, -0.5F, 0.5F, 4});
   const auto get = [&](const char* op) { return values<float>(run(make_node(op), {&x})[0]); };
@@ -377,6 +388,10 @@ TEST(Elementwise, IdentityAndDropout) {
   EXPECT_EQ(bools(out[1]), (std::vector<int>{1, 1}));
   const tensor training = make_bool({}, {1});
   EXPECT_THROW((void)run(make_node("Dropout"), {&x, &ratio, &training}), invalid_argument);
+  const tensor zero = make<float>({}, {0.0F});
+  out = run(make_node("Dropout"), {&x, &zero, &training}, 2);
+  EXPECT_EQ(values<float>(out[0]), values<float>(x));
+  EXPECT_EQ(bools(out[1]), (std::vector<int>{1, 1}));
 }
 
 TEST(Elementwise, ShapeMismatchNamesTheNode) {
@@ -411,7 +426,7 @@ TEST(Elementwise, DtypeMismatchThrows) {
   EXPECT_THROW((void)run(make_node("Sqrt"), {&i}), invalid_argument);  // float only
   const tensor flags = make_bool({2}, {1, 0});
   EXPECT_THROW((void)run(make_node("Add"), {&flags, &flags}), invalid_argument);
-  EXPECT_THROW((void)run(make_node("Pow"), {&i, &f}), invalid_argument);
+  EXPECT_THROW((void)run(make_node("Pow"), {&flags, &f}), invalid_argument);
 }
 
 TEST(Elementwise, ArityIsChecked) {

@@ -262,10 +262,35 @@ struct div_op {
   }
 };
 
+// The result takes the base's type (ONNX Pow). Integer powers are exact and
+// wrap like the other integer arithmetic; an integer base with a float
+// exponent goes through double and truncates, as numpy's astype does.
 struct pow_op {
-  template <class E>
-  float operator()(float base, E exponent) const {
-    return static_cast<float>(std::pow(static_cast<double>(base), static_cast<double>(exponent)));
+  template <class V, class E>
+  V operator()(V base, E exponent) const {
+    if constexpr (std::is_integral_v<V> && std::is_integral_v<E>) {
+      if (exponent < 0) return base == 1 ? 1 : base == -1 ? (exponent % 2 == 0 ? 1 : -1) : 0;
+      using U = std::make_unsigned_t<V>;
+      U result = 1;
+      U factor = static_cast<U>(base);
+      for (auto e = static_cast<std::uint64_t>(exponent); e != 0; e >>= 1) {
+        if ((e & 1U) != 0) result = static_cast<U>(result * factor);
+        factor = static_cast<U>(factor * factor);
+      }
+      return static_cast<V>(result);
+    } else if constexpr (std::is_integral_v<V>) {
+      const double r = std::pow(static_cast<double>(base), static_cast<double>(exponent));
+      // Out of range (or NaN) is undefined as a cast: clamp instead.
+      if (!(r > static_cast<double>(std::numeric_limits<V>::min()))) {
+        return std::numeric_limits<V>::min();
+      }
+      if (r >= static_cast<double>(std::numeric_limits<V>::max())) {
+        return std::numeric_limits<V>::max();
+      }
+      return static_cast<V>(r);
+    } else {
+      return static_cast<V>(std::pow(static_cast<double>(base), static_cast<double>(exponent)));
+    }
   }
 };
 
@@ -425,7 +450,7 @@ void pow_kernel(const node& n, inputs_t inputs, outputs_t outputs) {
   require_outputs(n, outputs, 1);
   const tensor& base = input(n, inputs, 0);
   const tensor& exponent = input(n, inputs, 1);
-  dispatch(n, base.type(), "input 0 (base)", float_types{}, [&](auto base_tag) {
+  dispatch(n, base.type(), "input 0 (base)", numeric_types{}, [&](auto base_tag) {
     dispatch(n, exponent.type(), "input 1 (exponent)", numeric_types{}, [&](auto exp_tag) {
       using B = typename decltype(base_tag)::type;
       outputs[0] = map_binary<B, typename decltype(exp_tag)::type, B>(n, base, exponent, pow_op{});
@@ -565,11 +590,20 @@ void dropout_kernel(const node& n, inputs_t inputs, outputs_t outputs) {
   require_inputs(n, inputs, 1, 3);
   require_outputs(n, outputs, 2);
   const tensor& x = input(n, inputs, 0);
-  // The engine only runs inference; dropping values silently would be wrong.
+  // The engine only runs inference: training mode with ratio 0 keeps every
+  // value (deterministic), any other ratio would need random masks.
   if (inputs.size() > 2 && inputs[2] != nullptr) {
     const auto training = inputs[2]->data<bool>();
-    if (!training.empty() && training[0]) {
-      throw invalid_argument(n.describe() + ": expected training_mode false, got true");
+    float ratio = 0.5F;  // ONNX's default
+    if (inputs[1] != nullptr && inputs[1]->size() == 1) {
+      const tensor& r = *inputs[1];
+      if (r.type() == dtype::float32) ratio = r.data<float>()[0];
+      if (r.type() == dtype::float16) ratio = elem<half>::load(*read_ptr<half>(r));
+    }
+    if (!training.empty() && training[0] && ratio != 0.0F) {
+      throw invalid_argument(n.describe() +
+                             ": unsupported training_mode true with a non-zero ratio (random "
+                             "dropout); the engine runs inference only");
     }
   }
   outputs[0] = x;

@@ -1,0 +1,273 @@
+// Conformance against ONNX's backend node tests (Debian's libonnx-testdata):
+// every test_* folder is loaded, run on the cpu backend and compared with the
+// expected outputs. Cases the engine cannot take (an operator, dtype or
+// attribute it does not support) are skipped with the reason; a supported
+// case that computes a wrong result fails.
+#include <onnx/onnx_pb.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "coolbench/engine/model.hpp"
+#include "coolbench/engine/session.hpp"
+
+namespace coolbench::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The loader's converter is internal to the engine, so the test carries a
+// minimal one; nullopt for a dtype the engine has no counterpart of.
+std::optional<tensor> tensor_from_proto(const onnx::TensorProto& proto) {
+  dtype type{};
+  switch (proto.data_type()) {
+    case onnx::TensorProto_DataType_FLOAT: type = dtype::float32; break;
+    case onnx::TensorProto_DataType_FLOAT16: type = dtype::float16; break;
+    case onnx::TensorProto_DataType_INT64: type = dtype::int64; break;
+    case onnx::TensorProto_DataType_INT32: type = dtype::int32; break;
+    case onnx::TensorProto_DataType_BOOL: type = dtype::boolean; break;
+    default: return std::nullopt;
+  }
+  shape_t shape(proto.dims().begin(), proto.dims().end());
+  const std::size_t element = size_of(type);
+  std::vector<std::byte> bytes;
+  const auto narrow = [&](const auto& field) {
+    bytes.resize(static_cast<std::size_t>(field.size()) * element);
+    for (int i = 0; i < field.size(); ++i) {
+      const auto value = field.Get(i);
+      std::memcpy(bytes.data() + static_cast<std::size_t>(i) * element, &value,
+                  std::min(element, sizeof(value)));
+    }
+  };
+  if (proto.has_raw_data()) {
+    const std::string& raw = proto.raw_data();
+    bytes.resize(raw.size());
+    std::memcpy(bytes.data(), raw.data(), raw.size());
+  } else if (type == dtype::float32) {
+    narrow(proto.float_data());
+  } else if (type == dtype::int64) {
+    narrow(proto.int64_data());
+  } else {
+    narrow(proto.int32_data());
+  }
+  return tensor(type, std::move(shape), std::move(bytes));
+}
+
+std::optional<tensor> load_tensor(const fs::path& path) {
+  onnx::TensorProto proto;
+  const std::string bytes = read_bytes(path);
+  if (!proto.ParseFromString(bytes)) return std::nullopt;
+  return tensor_from_proto(proto);
+}
+
+double element(const tensor& t, std::size_t i) {
+  switch (t.type()) {
+    case dtype::float32: return t.data<float>()[i];
+    case dtype::int64: return static_cast<double>(t.data<std::int64_t>()[i]);
+    case dtype::int32: return t.data<std::int32_t>()[i];
+    case dtype::boolean: return t.data<bool>()[i] ? 1.0 : 0.0;
+    case dtype::float16: {
+      std::uint16_t bits = 0;
+      std::memcpy(&bits, t.raw().data() + i * 2, 2);
+      return half_to_float(bits);
+    }
+  }
+  return 0.0;
+}
+
+// ONNX's own tolerances for float32 (rtol 1e-3, atol 1e-7); float16 is
+// computed in float32 here but rounded at every step by the reference, so it
+// gets a looser bound. Integers and bools compare exactly; NaN equals NaN.
+std::string compare(const tensor& got, const tensor& want) {
+  if (got.type() != want.type()) {
+    return "dtype " + std::string(to_string(got.type())) + ", expected " +
+           std::string(to_string(want.type()));
+  }
+  if (got.shape() != want.shape())
+    return "shape " + to_string(got.shape()) + ", expected " + to_string(want.shape());
+  const bool is_float = want.type() == dtype::float32 || want.type() == dtype::float16;
+  const double rtol = want.type() == dtype::float16 ? 1e-2 : 1e-3;
+  const double atol = want.type() == dtype::float16 ? 1e-3 : 1e-7;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(want.size()); ++i) {
+    const double g = element(got, i);
+    const double w = element(want, i);
+    bool ok = g == w;
+    if (!ok && is_float) {
+      ok = (std::isnan(g) && std::isnan(w)) ||
+           (std::isfinite(w) && std::abs(g - w) <= atol + rtol * std::abs(w));
+    }
+    if (!ok) {
+      std::ostringstream s;
+      s << "element " << i << ": got " << g << ", expected " << w;
+      return s.str();
+    }
+  }
+  return {};
+}
+
+enum class outcome { pass, skip, fail };
+
+struct result {
+  outcome kind = outcome::pass;
+  std::string reason;  // the skip category or the first mismatch
+  std::string detail;  // for a skip: the engine's message
+};
+
+// The op a test exercises: its only node's type, or "(multi-node)" for the
+// expanded function bodies and other small graphs.
+std::string op_label(const fs::path& model) {
+  onnx::ModelProto proto;
+  if (!proto.ParseFromString(read_bytes(model)) || proto.graph().node_size() == 0)
+    return "(unreadable)";
+  if (proto.graph().node_size() == 1) return proto.graph().node(0).op_type();
+  return "(multi-node)";
+}
+
+result run_case(const fs::path& dir) {
+  graph g;
+  try {
+    g = load_onnx(dir / "model.onnx");
+  } catch (const model_error& e) {
+    const std::string what = e.what();
+    if (what.find("data type") != std::string::npos)
+      return {outcome::skip, "unsupported dtype", what};
+    return {outcome::skip, "other load error", what};
+  }
+  const std::vector<value_info> inputs = g.inputs;
+  const std::vector<value_info> outputs = g.outputs;
+  std::optional<session> s;
+  try {
+    s.emplace(std::move(g));
+  } catch (const model_error& e) {
+    const std::string what = e.what();
+    if (what.find("unsupported operator") != std::string::npos)
+      return {outcome::skip, "unsupported op", what};
+    return {outcome::skip, "other load error", what};
+  }
+  std::vector<fs::path> sets;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_directory() && entry.path().filename().string().starts_with("test_data_set_"))
+      sets.push_back(entry.path());
+  }
+  std::sort(sets.begin(), sets.end());
+  for (const auto& set : sets) {
+    const std::string where = set.filename().string() + ": ";
+    try {
+      for (std::size_t k = 0; k < inputs.size(); ++k) {
+        const auto file = set / ("input_" + std::to_string(k) + ".pb");
+        // An optional input the test leaves out.
+        if (!fs::exists(file)) continue;
+        auto t = load_tensor(file);
+        if (!t) return {outcome::skip, "unsupported dtype", {}};
+        s->set_input(inputs[k].name, std::move(*t));
+      }
+      s->run();
+    } catch (const invalid_argument& e) {
+      const std::string what = e.what();
+      if (what.find("unsupported") != std::string::npos)
+        return {outcome::skip, "unsupported attribute", what};
+      return {outcome::fail, where + what, {}};
+    } catch (const std::exception& e) {
+      return {outcome::fail, where + e.what(), {}};
+    }
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+      const auto file = set / ("output_" + std::to_string(k) + ".pb");
+      if (!fs::exists(file)) continue;
+      auto want = load_tensor(file);
+      if (!want) return {outcome::skip, "unsupported dtype", {}};
+      const std::string mismatch = compare(s->output(outputs[k].name), *want);
+      if (!mismatch.empty())
+        return {outcome::fail, where + "output '" + outputs[k].name + "' " + mismatch, {}};
+    }
+  }
+  return {};
+}
+
+TEST(conformance, onnx_backend_node_tests) {
+  const fs::path root = COOLBENCH_ONNX_NODE_TESTS;
+  if (root.empty() || !fs::is_directory(root)) {
+    GTEST_SKIP() << "ONNX's node tests are not installed (Debian package libonnx-testdata; "
+                    "scripts/setup.sh installs it) at configure time: '"
+                 << root.string() << "'";
+  }
+  std::vector<fs::path> cases;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (entry.is_directory() && entry.path().filename().string().starts_with("test_"))
+      cases.push_back(entry.path());
+  }
+  std::sort(cases.begin(), cases.end());
+  ASSERT_FALSE(cases.empty()) << "no test_* folders under " << root;
+
+  struct counts {
+    int pass = 0, skip = 0, fail = 0;
+  };
+  std::map<std::string, counts> by_op;
+  std::map<std::string, int> skip_reasons;
+  std::vector<std::string> failures;
+  std::vector<std::string> odd_skips;
+  counts total;
+  for (const auto& dir : cases) {
+    const result r = run_case(dir);
+    counts& c = by_op[op_label(dir / "model.onnx")];
+    switch (r.kind) {
+      case outcome::pass: ++c.pass, ++total.pass; break;
+      case outcome::skip:
+        ++c.skip, ++total.skip;
+        ++skip_reasons[r.reason];
+        // Op and dtype skips are self-explanatory from the table; the rest say why.
+        if (r.reason == "other load error" || r.reason == "unsupported attribute")
+          odd_skips.push_back(dir.filename().string() + ": " + r.detail);
+        break;
+      case outcome::fail:
+        ++c.fail, ++total.fail;
+        failures.push_back(dir.filename().string() + ": " + r.reason);
+        break;
+    }
+  }
+
+  std::ostringstream table;
+  table << "op type                         pass  skip  fail\n";
+  for (const auto& [op, c] : by_op) {
+    table << op << std::string(op.size() < 30 ? 30 - op.size() : 1, ' ');
+    for (const int n : {c.pass, c.skip, c.fail}) {
+      const std::string v = std::to_string(n);
+      table << std::string(6 - std::min<std::size_t>(v.size(), 5), ' ') << v;
+    }
+    table << "\n";
+  }
+  table << "total: " << total.pass << " pass, " << total.skip << " skip, " << total.fail
+        << " fail of " << cases.size() << "\nskipped:";
+  for (const auto& [reason, n] : skip_reasons) table << " " << reason << " " << n << ";";
+  table << "\n";
+  if (!odd_skips.empty()) {
+    table << "skipped for another reason than the op or dtype:\n";
+    for (const auto& f : odd_skips) table << "  " << f << "\n";
+  }
+  if (!failures.empty()) {
+    table << "failing:\n";
+    for (const auto& f : failures) table << "  " << f << "\n";
+  }
+  std::cout << table.str();
+  EXPECT_EQ(total.fail, 0) << "supported operators compute wrong results; see the list above";
+}
+
+}  // namespace
+}  // namespace coolbench::engine
