@@ -1,5 +1,7 @@
 #include "engine/backends/cpu/matmul.hpp"
 
+#include "engine/backends/cpu/float_io.hpp"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -12,40 +14,6 @@
 
 namespace coolbench::engine::cpu {
 namespace {
-
-/// float32 values of a float32 or float16 tensor. Float32 data is viewed in
-/// place; float16 is widened into `storage`.
-struct float_values {
-  std::vector<float> storage;
-  std::span<const float> values;
-};
-
-float_values read_floats(const tensor& t) {
-  float_values result;
-  if (t.type() == dtype::float32) {
-    result.values = t.data<float>();
-    return result;
-  }
-  std::vector<std::uint16_t> bits(static_cast<std::size_t>(t.size()));
-  std::memcpy(bits.data(), t.raw().data(), bits.size() * sizeof(std::uint16_t));
-  result.storage.resize(bits.size());
-  std::transform(bits.begin(), bits.end(), result.storage.begin(), half_to_float);
-  result.values = result.storage;
-  return result;
-}
-
-/// The output tensor holding `values` in `type` (narrowed for float16).
-tensor make_output(dtype type, shape_t shape, const std::vector<float>& values) {
-  tensor out(type, std::move(shape));
-  if (type == dtype::float32) {
-    std::copy(values.begin(), values.end(), out.data<float>().begin());
-    return out;
-  }
-  std::vector<std::uint16_t> bits(values.size());
-  std::transform(values.begin(), values.end(), bits.begin(), float_to_half);
-  std::memcpy(out.raw().data(), bits.data(), bits.size() * sizeof(std::uint16_t));
-  return out;
-}
 
 const tensor& require_input(const node& n, std::span<const tensor* const> inputs, std::size_t index,
                             const char* what) {
