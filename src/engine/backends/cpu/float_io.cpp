@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace coolbench::engine::cpu {
 
@@ -30,6 +31,22 @@ tensor make_output(dtype type, shape_t shape, const std::vector<float>& values) 
   std::transform(values.begin(), values.end(), bits.begin(), float_to_half);
   std::memcpy(out.raw().data(), bits.data(), bits.size() * sizeof(std::uint16_t));
   return out;
+}
+
+const tensor& require_input(const node& n, std::span<const tensor* const> inputs, std::size_t index,
+                            const char* what) {
+  if (index >= inputs.size() || inputs[index] == nullptr) {
+    throw invalid_argument(n.describe() + ": expected input " + std::to_string(index) + " (" +
+                           what + "), got none");
+  }
+  return *inputs[index];
+}
+
+void require_float(const node& n, const tensor& t, const char* what) {
+  if (t.type() != dtype::float32 && t.type() != dtype::float16) {
+    throw invalid_argument(n.describe() + ": expected " + what +
+                           " of dtype float32 or float16, got " + std::string(to_string(t.type())));
+  }
 }
 
 }  // namespace coolbench::engine::cpu

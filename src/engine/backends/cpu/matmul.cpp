@@ -15,22 +15,6 @@
 namespace coolbench::engine::cpu {
 namespace {
 
-const tensor& require_input(const node& n, std::span<const tensor* const> inputs, std::size_t index,
-                            const char* what) {
-  if (index >= inputs.size() || inputs[index] == nullptr) {
-    throw invalid_argument(n.describe() + ": expected input " + std::to_string(index) + " (" +
-                           what + "), got none");
-  }
-  return *inputs[index];
-}
-
-void require_float(const node& n, const tensor& t, const char* what) {
-  if (t.type() != dtype::float32 && t.type() != dtype::float16) {
-    throw invalid_argument(n.describe() + ": expected " + what +
-                           " of dtype float32 or float16, got " + std::string(to_string(t.type())));
-  }
-}
-
 void require_same_type(const node& n, const tensor& a, const tensor& b, const char* what) {
   if (a.type() != b.type()) {
     throw invalid_argument(n.describe() + ": expected " + what + " of dtype " +

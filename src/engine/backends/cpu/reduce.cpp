@@ -14,18 +14,11 @@
 namespace coolbench::engine::cpu {
 namespace {
 
-/// The first input, which must be present and float32 or float16.
+/// Input `index`, which must be present and float32 or float16.
 const tensor& float_input(const node& n, std::span<const tensor* const> inputs, std::size_t index,
                           const char* what) {
-  if (index >= inputs.size() || inputs[index] == nullptr) {
-    throw invalid_argument(n.describe() + ": expected input " + std::to_string(index) + " (" +
-                           what + "), got none");
-  }
-  const tensor& t = *inputs[index];
-  if (t.type() != dtype::float32 && t.type() != dtype::float16) {
-    throw invalid_argument(n.describe() + ": expected " + what +
-                           " of dtype float32 or float16, got " + std::string(to_string(t.type())));
-  }
+  const tensor& t = require_input(n, inputs, index, what);
+  require_float(n, t, what);
   return t;
 }
 
