@@ -5,23 +5,60 @@
 
 #include "coolbench/engine/model.hpp"
 #include "engine/backend.hpp"
+#include "engine/shape_inference.hpp"
 
 namespace coolbench::engine {
 
+/// The model specialized for one binding of its symbolic dimensions.
+struct session::plan {
+  symbol_bindings bound;
+  std::vector<std::size_t> nodes;           // indices into m_graph.nodes, in order
+  std::map<std::string, tensor> constants;  // folded values the nodes or outputs read
+};
+
 session::session(graph g, std::string_view backend_name)
-    : m_graph(std::move(g)), m_backend(make_backend(backend_name)) {
-  for (const auto& n : m_graph.nodes) {
-    if (!m_backend->supports(n)) {
-      throw model_error("unsupported operator " + (n.domain.empty() ? "" : n.domain + ".") +
-                        n.op_type + " (opset " + std::to_string(m_graph.opset) + ") in node '" +
-                        n.name + "'");
-    }
-  }
+    : session(std::move(g), session_options{}, backend_name) {}
+
+session::session(graph g, session_options options, std::string_view backend_name)
+    : m_graph(std::move(g)), m_options(std::move(options)), m_backend(make_backend(backend_name)) {
+  specialize(m_options.dimensions);
 }
 
 session session::load(const std::filesystem::path& path, std::string_view backend_name) {
   return session(load_onnx(path), backend_name);
 }
+
+session session::load(const std::filesystem::path& path, session_options options,
+                      std::string_view backend_name) {
+  return session(load_onnx(path), std::move(options), backend_name);
+}
+
+void session::specialize(const symbol_bindings& bound) {
+  graph_analysis analysis = analyze_graph(m_graph, bound, k_fold_max_elements);
+  const std::vector<bool> live = live_nodes(m_graph.nodes, m_graph.outputs, analysis.node_folded);
+  auto next = std::make_unique<plan>();
+  next->bound = bound;
+  std::set<std::string> read;
+  for (const auto& v : m_graph.outputs) read.insert(v.name);
+  for (std::size_t i = 0; i < m_graph.nodes.size(); ++i) {
+    if (!live[i]) continue;
+    const node& n = m_graph.nodes[i];
+    // Only live nodes must be runnable: folded and dead ones never run.
+    if (!m_backend->supports(n)) {
+      throw model_error("unsupported operator " + (n.domain.empty() ? "" : n.domain + ".") +
+                        n.op_type + " (opset " + std::to_string(m_graph.opset) + ") in node '" +
+                        n.name + "'");
+    }
+    next->nodes.push_back(i);
+    read.insert(n.inputs.begin(), n.inputs.end());
+  }
+  for (auto& [name, value] : analysis.folded) {
+    if (read.contains(name)) next->constants.emplace(name, std::move(value));
+  }
+  m_plan = std::move(next);
+}
+
+std::size_t session::node_count() const noexcept { return m_plan ? m_plan->nodes.size() : 0; }
 
 session::~session() = default;
 session::session(session&&) noexcept = default;
@@ -56,7 +93,16 @@ void session::set_input(const std::string& name, tensor value) {
                              to_string(got) + why);
     };
     if (got.size() != it->shape.size()) mismatch("");
-    std::map<std::string, std::int64_t> bound = m_symbols;
+    // What the other inputs bind; this input's previous value binds nothing.
+    symbol_bindings bound;
+    for (const auto& other : m_graph.inputs) {
+      const auto set = m_inputs.find(other.name);
+      if (other.name == name || set == m_inputs.end() || !other.has_shape) continue;
+      for (std::size_t i = 0; i < other.shape.size() && i < set->second.rank(); ++i) {
+        const auto& d = other.shape[i];
+        if (d.value < 0 && !d.symbol.empty()) bound.emplace(d.symbol, set->second.shape()[i]);
+      }
+    }
     for (std::size_t i = 0; i < got.size(); ++i) {
       const auto& d = it->shape[i];
       if (d.value >= 0 && d.value != got[i]) mismatch("");
@@ -78,10 +124,24 @@ void session::run() {
     if (!m_inputs.contains(v.name))
       throw invalid_argument("input '" + v.name + "' was not set before run()");
   }
+  symbol_bindings bound = m_options.dimensions;
+  for (const auto& [symbol, value] : m_symbols) bound.insert_or_assign(symbol, value);
+  if (bound != m_plan->bound) {
+    try {
+      specialize(bound);
+    } catch (const model_error& e) {
+      std::string binding;
+      for (const auto& [symbol, value] : bound) {
+        binding += (binding.empty() ? "" : ", ") + symbol + " = " + std::to_string(value);
+      }
+      throw invalid_argument("with the inputs' dimensions (" + binding + "): " + e.what());
+    }
+  }
+  const std::vector<std::size_t>& order = m_plan->nodes;
   // Last use of each value, so intermediates are dropped as soon as possible.
   std::map<std::string, std::size_t> last_use;
-  for (std::size_t i = 0; i < m_graph.nodes.size(); ++i) {
-    for (const auto& in : m_graph.nodes[i].inputs) last_use[in] = i;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    for (const auto& in : m_graph.nodes[order[i]].inputs) last_use[in] = i;
   }
   std::set<std::string> keep;
   for (const auto& v : m_graph.outputs) keep.insert(v.name);
@@ -91,14 +151,15 @@ void session::run() {
     if (name.empty()) return nullptr;
     if (auto it = values.find(name); it != values.end()) return &it->second;
     if (auto it = m_inputs.find(name); it != m_inputs.end()) return &it->second;
+    if (auto it = m_plan->constants.find(name); it != m_plan->constants.end()) return &it->second;
     if (auto it = m_graph.initializers.find(name); it != m_graph.initializers.end())
       return &it->second;
     throw invalid_argument("value '" + name + "' is missing at run time");
   };
   std::vector<const tensor*> inputs;
   std::vector<tensor> outputs;
-  for (std::size_t i = 0; i < m_graph.nodes.size(); ++i) {
-    const node& n = m_graph.nodes[i];
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const node& n = m_graph.nodes[order[i]];
     inputs.clear();
     for (const auto& name : n.inputs) inputs.push_back(lookup(name));
     outputs.assign(n.outputs.size(), tensor());
