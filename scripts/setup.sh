@@ -13,6 +13,8 @@ packages=(
   libonnx-testdata                  # ONNX's backend node tests, for the conformance runner
   libopenblas-dev                   # MatMul/Gemm on the CPU backend
   clang-format                      # the format check in the test suite
+  python3-venv                      # .venv/: onnx, onnxruntime and numpy from PyPI for the tests
+  clang libclang-rt-14-dev          # the ONNX loader's fuzzer (clang -fsanitize=fuzzer and its runtime)
 )
 
 missing=()
@@ -33,4 +35,26 @@ fi
 # in /usr/local/cuda. Without it coolbench builds without its CUDA parts.
 if ! command -v nvcc >/dev/null 2>&1 && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
   echo "setup: no CUDA toolkit (nvcc) found; the GPU benchmarks and GPU test helpers will not be built"
+fi
+
+# The tests' Python tooling (onnx's newer node tests, onnxruntime's reference
+# outputs, onnx.checker) from PyPI, pinned in python/requirements-test.txt,
+# in .venv/ at the top of the checkout. Debian's own python3 makes it, so the
+# venv does not depend on whatever python3 comes first on PATH. The pip step
+# runs only when the pinned set differs from the one last installed (a copy of
+# the requirements file kept in the venv), so a warm run costs nothing.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="$root/.venv"
+requirements="$root/python/requirements-test.txt"
+installed="$venv/requirements-test.installed"
+if [[ ! -x "$venv/bin/python" ]]; then
+  echo "setup: creating $venv"
+  /usr/bin/python3 -m venv "$venv"
+fi
+if ! cmp -s "$requirements" "$installed"; then
+  echo "setup: installing the tests' Python packages (python/requirements-test.txt) into .venv"
+  rm -f "$installed"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    -r "$requirements"
+  cp "$requirements" "$installed"
 fi

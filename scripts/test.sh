@@ -16,6 +16,11 @@ cmake --build build-tsan -j "$(nproc)" --target "${tsan_tests[@]}"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan --output-on-failure -R "^($(IFS='|'; echo "${tsan_tests[*]}"))\$" || status=$?
 
+# The ONNX loader under libFuzzer for a fixed time (scripts/fuzz.sh). Its seeds
+# include the generated conformance roots, so their fixtures run first.
+ctest --test-dir build --output-on-failure -R "^conformance_(pypi|reference)_data\$" || status=$?
+scripts/fuzz.sh 60 build || status=$?
+
 # The whole suite last, so its summary closes the output.
 ctest --test-dir build --output-on-failure -j "$(nproc)" || status=$?
 # ctest shows a skipped test's output nowhere; print why each one skipped.

@@ -93,7 +93,17 @@ tensor tensor_from_onnx(const onnx::TensorProto& proto, const std::filesystem::p
       }
     }
     if (location.empty()) fail(source, where + " is external but names no location");
-    const auto file = (base_dir / location).lexically_normal();
+    // ONNX's external-data rule: the location is relative to the model's
+    // folder and never climbs out of it. Without this check a model could make
+    // the loader read any file on the machine (an absolute path, "../..").
+    const std::filesystem::path relative(location);
+    const bool climbs = std::any_of(relative.begin(), relative.end(),
+                                    [](const std::filesystem::path& part) { return part == ".."; });
+    if (relative.has_root_path() || climbs) {
+      fail(source, where + ": external data location '" + location +
+                       "' must be a path inside the model's folder (no root, no '..')");
+    }
+    const auto file = (base_dir / relative).lexically_normal();
     bytes = read_file_bytes(file, offset, length, source);
   } else if (proto.has_raw_data()) {
     const std::string& raw = proto.raw_data();

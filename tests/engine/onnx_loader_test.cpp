@@ -137,6 +137,13 @@ TEST(onnx_loader, external_data_is_read_from_beside_the_model) {
   t->mutable_external_data(0)->set_value("weights.bin");
   t->mutable_external_data(2)->set_value("400");
   expect_model_error(model, "asks for 400", dir);
+  // A model must not read files outside its folder (ONNX's external-data
+  // rule); noticed while writing the loader's fuzzer (tests/fuzz).
+  t->mutable_external_data(2)->set_value("16");
+  t->mutable_external_data(0)->set_value((dir / "weights.bin").string());
+  expect_model_error(model, "must be a path inside the model's folder", dir);
+  t->mutable_external_data(0)->set_value("../" + dir.filename().string() + "/weights.bin");
+  expect_model_error(model, "must be a path inside the model's folder", dir);
   fs::remove_all(dir);
 }
 
