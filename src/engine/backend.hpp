@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "coolbench/engine/graph.hpp"
@@ -16,6 +17,8 @@ class backend {
  public:
   virtual ~backend() = default;
   [[nodiscard]] virtual std::string_view name() const noexcept = 0;
+  /// The name and what it runs on, for reports: "cpu (OpenBLAS Haswell, 2 threads)".
+  [[nodiscard]] virtual std::string describe() const = 0;
   /// Whether run() accepts this node (its op type, domain and attributes).
   [[nodiscard]] virtual bool supports(const node& n) const = 0;
   /// Computes one node; sizes and fills `outputs`.

@@ -66,6 +66,8 @@ session& session::operator=(session&&) noexcept = default;
 
 std::string_view session::backend_name() const noexcept { return m_backend->name(); }
 
+std::string session::backend_description() const { return m_backend->describe(); }
+
 void session::set_input(const std::string& name, tensor value) {
   const auto it = std::find_if(m_graph.inputs.begin(), m_graph.inputs.end(),
                                [&](const value_info& v) { return v.name == name; });

@@ -57,6 +57,8 @@ class session {
   [[nodiscard]] const std::vector<value_info>& inputs() const noexcept { return m_graph.inputs; }
   [[nodiscard]] const std::vector<value_info>& outputs() const noexcept { return m_graph.outputs; }
   [[nodiscard]] std::string_view backend_name() const noexcept;
+  /// The backend and what it runs on, for reports: "cpu (OpenBLAS SkylakeX, 2 threads)".
+  [[nodiscard]] std::string backend_description() const;
   /// Nodes the current plan runs: the model's, less those folded into
   /// constants and those no output needs.
   [[nodiscard]] std::size_t node_count() const noexcept;

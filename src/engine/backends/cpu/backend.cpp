@@ -2,9 +2,11 @@
 // with supports() beside it.
 #include <algorithm>
 #include <array>
+#include <string>
 #include <vector>
 
 #include "engine/backend.hpp"
+#include "engine/backends/cpu/blas.hpp"
 #include "engine/backends/cpu/elementwise.hpp"
 #include "engine/backends/cpu/matmul.hpp"
 #include "engine/backends/cpu/reduce.hpp"
@@ -25,6 +27,15 @@ class cpu_backend final : public backend {
   }
 
   std::string_view name() const noexcept override { return "cpu"; }
+
+  std::string describe() const override {
+    const cpu::blas_library& b = cpu::blas();
+    std::string text = "cpu (OpenBLAS " + b.core + ", " + std::to_string(b.threads) + " threads";
+    if (!b.corrected.empty()) {
+      text += "; its CPU detection chose " + b.corrected + ", coolbench set OPENBLAS_CORETYPE";
+    }
+    return text + ")";
+  }
 
   bool supports(const node& n) const override {
     return n.domain.empty() && find(n.op_type) != nullptr;

@@ -1,8 +1,7 @@
 #include "engine/backends/cpu/matmul.hpp"
 
+#include "engine/backends/cpu/blas.hpp"
 #include "engine/backends/cpu/float_io.hpp"
-
-#include <cblas.h>
 
 #include <algorithm>
 #include <array>
@@ -43,9 +42,8 @@ void sgemm(const node& n, bool trans_a, bool trans_b, std::int64_t m, std::int64
   }
   const int lda = blas_dim(n, trans_a ? m : k);
   const int ldb = blas_dim(n, trans_b ? k : n_cols);
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, blas_dim(n, m), blas_dim(n, n_cols),
-              blas_dim(n, k), alpha, a, lda, b, ldb, beta, c, blas_dim(n, n_cols));
+  blas_sgemm(trans_a, trans_b, blas_dim(n, m), blas_dim(n, n_cols), blas_dim(n, k), alpha, a, lda,
+             b, ldb, beta, c, blas_dim(n, n_cols));
 }
 
 void run_matmul(const node& n, std::span<const tensor* const> inputs, std::span<tensor> outputs) {
