@@ -145,14 +145,22 @@ void run_softmax(const node& n, std::span<const tensor* const> inputs, std::span
       // Subtracting the maximum keeps exp() from overflowing.
       float max = -std::numeric_limits<float>::infinity();
       for (std::int64_t j = 0; j < length; ++j) max = std::max(max, in[base + j * inner]);
+      // One float exp per element (the kernel's cost), summed in double.
       double sum = 0.0;
       for (std::int64_t j = 0; j < length; ++j) {
-        sum += std::exp(static_cast<double>(in[base + j * inner] - max));
+        const float e = std::exp(in[base + j * inner] - max);
+        if constexpr (!Log) result[base + j * inner] = e;
+        sum += e;
       }
-      for (std::int64_t j = 0; j < length; ++j) {
-        const double shifted = static_cast<double>(in[base + j * inner] - max);
-        result[base + j * inner] =
-            static_cast<float>(Log ? shifted - std::log(sum) : std::exp(shifted) / sum);
+      if constexpr (Log) {
+        const double log_sum = std::log(sum);
+        for (std::int64_t j = 0; j < length; ++j) {
+          const double shifted = static_cast<double>(in[base + j * inner] - max);
+          result[base + j * inner] = static_cast<float>(shifted - log_sum);
+        }
+      } else {
+        const auto scale = static_cast<float>(1.0 / sum);
+        for (std::int64_t j = 0; j < length; ++j) result[base + j * inner] *= scale;
       }
     }
   }
