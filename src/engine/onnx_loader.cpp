@@ -107,8 +107,9 @@ tensor tensor_from_onnx(const onnx::TensorProto& proto, const std::filesystem::p
     bytes = read_file_bytes(file, offset, length, source);
   } else if (proto.has_raw_data()) {
     const std::string& raw = proto.raw_data();
+    // An empty tensor has no data pointer to copy into (memcpy of null is UB).
     bytes.resize(raw.size());
-    std::memcpy(bytes.data(), raw.data(), raw.size());
+    if (!raw.empty()) std::memcpy(bytes.data(), raw.data(), raw.size());
   } else {
     switch (type) {
       case dtype::float32: copy_elements(proto.float_data(), bytes, element); break;

@@ -65,6 +65,18 @@ TEST(onnx_loader, the_add_model) {
   EXPECT_EQ(g.outputs[0].name, "C");
 }
 
+// Found by the fuzzer (seeded with PyTorch's GPT-2 export): an empty tensor
+// given as raw_data made the loader memcpy into a null pointer.
+TEST(onnx_loader, empty_raw_data_tensor) {
+  onnx::ModelProto model = add_model();
+  auto* t = add_initializer(model.mutable_graph(), "empty", {}, {0, 4});
+  t->set_raw_data(std::string());
+  const graph g = parse_onnx(bytes_of(model), ".", "empty.onnx");
+  const tensor& empty = g.initializers.at("empty");
+  EXPECT_EQ(empty.shape(), (shape_t{0, 4}));
+  EXPECT_EQ(empty.size(), 0);
+}
+
 TEST(onnx_loader, initializers_attributes_symbols_and_order) {
   onnx::ModelProto model = add_model();
   auto* g = model.mutable_graph();
