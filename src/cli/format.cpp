@@ -4,6 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
+
+#include "coolbench/core/error.hpp"
+
 namespace coolbench::cli {
 
 using telemetry::reading;
@@ -254,6 +259,20 @@ class json_writer {
 };
 
 }  // namespace
+
+void write_text_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out)
+      throw invalid_argument("cannot write " + tmp + ": check the folder exists and is writable");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw invalid_argument("cannot rename " + tmp + " to " + path + ": " + ec.message());
+}
 
 nlohmann::json to_json(const telemetry::gpu_identity& id) {
   nlohmann::json j = {{"cuda_ordinal", id.cuda_ordinal},

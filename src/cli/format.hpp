@@ -39,6 +39,10 @@ template <class T>
 
 /// JSON objects. A reading without a value is null, and its name is listed
 /// under "unsupported", "failed" or "skipped".
+/// Writes `text` to `path` through `path`.tmp and a rename, so a reader (or
+/// an interrupted run) never leaves half a file. Throws error naming the file.
+void write_text_atomically(const std::string& path, const std::string& text);
+
 [[nodiscard]] nlohmann::json to_json(const telemetry::gpu_identity& id);
 [[nodiscard]] nlohmann::json to_json(const telemetry::gpu_sample& s);
 [[nodiscard]] nlohmann::json to_json(const std::vector<telemetry::gpu_process>& processes);

@@ -13,5 +13,7 @@ std::string_view who();
 std::string_view wait_cool();
 std::string_view model();
 std::string_view release_check();
+std::string_view heat();
+std::string_view run();
 
 }  // namespace coolbench::cli::help

@@ -42,9 +42,10 @@ int run(int argc, char** argv) {
   app.name("coolbench");
   app.set_version_flag("--version", std::string(version()));
   app.require_subcommand(0, 1);
-  std::vector<command> commands = {add_info_command(app), add_monitor_command(app),
-                                   add_who_command(app), add_wait_cool_command(app),
-                                   add_release_check_command(app)};
+  std::vector<command> commands = {
+      add_info_command(app),      add_monitor_command(app),       add_who_command(app),
+      add_wait_cool_command(app), add_release_check_command(app), add_heat_command(app),
+      add_run_command(app)};
 #ifdef COOLBENCH_HAVE_ENGINE
   commands.push_back(add_model_command(app));
 #endif

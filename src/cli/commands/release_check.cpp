@@ -719,17 +719,7 @@ nlohmann::json release_check::to_json() const {
 
 void release_check::write_json() const {
   if (m_options.json_path.empty()) return;
-  const std::string tmp = m_options.json_path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << to_json().dump(2) << "\n";
-    out.close();
-    if (!out) throw error("cannot write " + tmp);
-  }
-  // A reader never sees half a file.
-  std::error_code ec;
-  std::filesystem::rename(tmp, m_options.json_path, ec);
-  if (ec) throw error("cannot rename " + tmp + " to " + m_options.json_path + ": " + ec.message());
+  write_text_atomically(m_options.json_path, to_json().dump(2) + "\n");
 }
 
 int release_check::run() {

@@ -1,0 +1,8 @@
+/// @file
+/// The measurement layer: workloads (what is timed), the GEMM heater, and the
+/// protocol that times them.
+#pragma once
+
+#include "coolbench/measure/heater.hpp"    // IWYU pragma: export
+#include "coolbench/measure/protocol.hpp"  // IWYU pragma: export
+#include "coolbench/measure/workload.hpp"  // IWYU pragma: export

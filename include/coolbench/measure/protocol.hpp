@@ -1,0 +1,242 @@
+/// @file
+/// The measurement protocol (docs/measure.md): a latency figure that does not
+/// depend on the GPU's temperature when the run started, and the evidence.
+///
+///   auto w = coolbench::measure::make_workload("gemm:fp16:128:2304:768:4", 0);
+///   auto env = coolbench::measure::make_gpu_environment(0);
+///   auto result = coolbench::measure::measure(*w, *env, {});   // cold mode, coolbench policy
+///   // result.summary.median_ms, result.median_ci, result.samples (each with its telemetry)
+///
+/// Everything the protocol learns about the GPU comes through an
+/// `environment`: the real one reads the telemetry sampler and releases the
+/// device through the device layer; tests give it a simulated GPU.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coolbench/measure/workload.hpp"
+#include "coolbench/telemetry/gpu.hpp"
+
+namespace coolbench::measure {
+
+/// `cold`: the GPU in its best state (gated, in bursts that end when the
+/// state changes). `sustained`: heat-soak until the temperature is steady,
+/// then measure at equilibrium. `profile`: from cold to hot, latency against
+/// temperature and SM clock.
+enum class run_mode : std::uint8_t { cold, sustained, profile };
+
+/// How samples are taken. `naive`: a plain loop. `fixed_sleep`: TVM's
+/// time_evaluator rule (sleep after every few repeats, never looking at the
+/// temperature). `clock_discard`: nvbench's rule (drop a sample whose SM clock
+/// is below a fraction of the maximum, then sleep). `coolbench`: the protocol.
+enum class sampling_policy : std::uint8_t { naive, fixed_sleep, clock_discard, coolbench };
+
+/// What to do with a sample taken while the GPU was throttled.
+enum class throttle_action : std::uint8_t { discard, label };
+
+[[nodiscard]] std::string to_string(run_mode mode);
+[[nodiscard]] std::string to_string(sampling_policy policy);
+[[nodiscard]] std::string to_string(throttle_action action);
+/// Parse the names above; throw invalid_argument listing the valid ones.
+[[nodiscard]] run_mode parse_run_mode(const std::string& text);
+[[nodiscard]] sampling_policy parse_sampling_policy(const std::string& text);
+[[nodiscard]] throttle_action parse_throttle_action(const std::string& text);
+
+struct protocol_options {
+  run_mode mode = run_mode::cold;
+  sampling_policy policy = sampling_policy::coolbench;
+  /// Default: discard in cold mode, label in sustained and profile modes
+  /// (throttling is their subject).
+  std::optional<throttle_action> on_throttle;
+
+  // Gate and ceiling.
+  double target_temp_c = 45;  ///< cool to this before measuring (and when paused)
+  /// Pause (release, cool to target, re-acquire, re-warm) above this. Empty:
+  /// the GPU's slowdown threshold less 10 °C, or 80 °C when unknown.
+  std::optional<double> max_temp_c;
+  std::chrono::milliseconds gate_timeout{std::chrono::minutes(5)};
+  /// A sample is throttled below this fraction of the maximum SM clock, even
+  /// without a reason bit.
+  double clock_fraction = 0.97;
+
+  // Warm-up: until the median of the last `warmup_window` runs moves less
+  // than `warmup_tolerance`, at least `warmup_min_runs`, at most
+  // `warmup_max_time` (then it goes on, saying so).
+  int warmup_min_runs = 5;
+  int warmup_window = 10;
+  double warmup_tolerance = 0.01;
+  std::chrono::milliseconds warmup_max_time{std::chrono::seconds(5)};
+  int rewarm_runs = 3;  ///< after each re-acquire in cold mode
+
+  // Stopping.
+  double rel_ci = 0.005;  ///< CI half-width of the median, relative to it
+  double ci_level = 0.95;
+  int min_samples = 30;
+  int max_samples = 1000000;
+  std::chrono::milliseconds min_time{std::chrono::seconds(1)};
+  std::chrono::milliseconds max_time{std::chrono::seconds(120)};
+
+  // Cold mode: a burst ends when the state changes, when the temperature is
+  // `burst_temp_margin_c` above the target, or after `max_burst`.
+  double burst_temp_margin_c = 3;
+  std::chrono::milliseconds max_burst{std::chrono::seconds(10)};
+
+  // Sustained mode: heat-soak until the temperature moved less than
+  // `soak_steady_c` over `soak_window`, at most `soak_max_time`.
+  double soak_steady_c = 1;
+  std::chrono::milliseconds soak_window{std::chrono::seconds(10)};
+  std::chrono::milliseconds soak_max_time{std::chrono::minutes(5)};
+
+  // Profile mode: measure from cold for this long (or until steady, as soak).
+  std::chrono::milliseconds profile_time{std::chrono::seconds(60)};
+  double profile_temp_bucket_c = 2;
+  double profile_clock_bucket_mhz = 30;
+
+  // Baselines.
+  std::chrono::milliseconds cooldown_interval{100};  ///< fixed_sleep: TVM's cooldown_interval_ms
+  int repeats_to_cooldown = 10;                      ///< fixed_sleep
+  double discard_clock_fraction = 0.75;              ///< clock_discard: nvbench's 75 %
+  std::chrono::milliseconds discard_sleep{50};       ///< clock_discard: nvbench's 50 ms
+
+  std::uint64_t seed = 1;  ///< for the bootstrap
+};
+
+/// Throws invalid_argument naming the first impossible setting (min above
+/// max, a fraction outside (0, 1], a non-positive time).
+void validate(const protocol_options& options);
+
+/// The telemetry that overlapped one sample.
+struct sample_conditions {
+  std::optional<int> temp_c;             ///< highest GPU temperature seen
+  std::optional<unsigned> sm_clock_mhz;  ///< lowest SM clock seen
+  std::optional<double> power_w;         ///< highest power seen
+  std::uint64_t reasons = 0;             ///< clock-event reason bits, OR-ed
+  bool throttle_counter_moved = false;   ///< a throttle time counter advanced
+  int telemetry_samples = 0;             ///< how many were joined
+};
+
+enum class sample_phase : std::uint8_t { warmup, measure, soak };
+
+struct sample_record {
+  timing time;
+  sample_phase phase = sample_phase::measure;
+  int burst = 0;  ///< cold mode: which burst; 0 otherwise
+  sample_conditions conditions;
+  bool throttled = false;
+  std::string throttle_reason;  ///< "sw_power_cap", "clock 1755 < 0.97 × 1980 MHz", …
+  bool kept = true;             ///< counted in the result
+};
+
+/// What the GPU is, and what else runs on it, recorded before measuring.
+struct run_conditions {
+  std::optional<telemetry::gpu_identity> gpu;
+  std::vector<telemetry::gpu_process> other_processes;
+  std::vector<std::string> warnings;  ///< e.g. "another process uses the GPU"
+  std::optional<double> start_temp_c;
+};
+
+struct latency_summary {
+  int count = 0;
+  double median_ms = 0;
+  double mean_ms = 0;
+  double min_ms = 0;
+  double max_ms = 0;
+  double p90_ms = 0;
+  double p99_ms = 0;
+  double cv = 0;  ///< stddev / mean
+};
+
+/// One row of a profile table.
+struct profile_bucket {
+  double from = 0;  ///< °C or MHz, inclusive
+  double to = 0;    ///< exclusive
+  int count = 0;
+  double median_ms = 0;
+  double vs_coolest = 0;  ///< median / the coolest (or fastest-clock) bucket's median − 1
+};
+
+struct profile_result {
+  std::vector<profile_bucket> by_temperature;
+  std::vector<profile_bucket> by_clock;
+  double derate = 0;                     ///< hottest bucket's median / coolest bucket's − 1
+  std::optional<double> ms_per_c;        ///< least-squares slope of latency on temperature
+  std::optional<double> pct_per_100mhz;  ///< slope on SM clock, % of the mean per 100 MHz
+};
+
+struct run_result {
+  std::string workload;
+  protocol_options options;
+  run_conditions conditions;
+  std::vector<sample_record> samples;
+
+  latency_summary summary;                             ///< of the kept measurement samples
+  std::optional<std::pair<double, double>> median_ci;  ///< lower, upper (ms)
+  bool converged = false;                              ///< the CI met rel_ci
+  std::string stop_reason;  ///< "converged", "max time", "max samples", "interrupted"
+  bool complete = true;     ///< false when interrupted or a fatal error cut it short
+  std::string error;        ///< what cut it short
+
+  int discarded = 0;
+  std::vector<std::pair<std::string, int>> discarded_by_reason;
+  std::optional<latency_summary> throttled_summary;  ///< label policy: the throttled ones
+  std::optional<std::pair<int, int>> temp_range_c;   ///< of the kept samples
+  std::optional<std::pair<unsigned, unsigned>> clock_range_mhz;
+  double seconds_total = 0;
+  double seconds_gating = 0;  ///< waiting for the GPU to cool
+  int warmup_runs = 0;
+  int bursts = 0;
+  int pauses = 0;    ///< ceiling crossings
+  int releases = 0;  ///< device releases done
+  std::optional<double> energy_per_run_j;
+  std::optional<profile_result> profile;
+};
+
+/// The protocol's view of the machine.
+class environment {
+ public:
+  virtual ~environment() = default;
+  [[nodiscard]] virtual std::int64_t now_ns() = 0;
+  virtual void sleep_for(std::chrono::nanoseconds duration) = 0;
+  /// Identity, other processes; empty gpu for a CPU-only environment.
+  [[nodiscard]] virtual run_conditions conditions() = 0;
+  /// The newest telemetry sample, if any.
+  [[nodiscard]] virtual std::optional<telemetry::gpu_sample> latest() = 0;
+  /// Telemetry samples with from_ns <= time <= to_ns, oldest first.
+  [[nodiscard]] virtual std::vector<telemetry::gpu_sample> between(std::int64_t from_ns,
+                                                                   std::int64_t to_ns) = 0;
+  /// The telemetry period (how far back a sample's conditions look).
+  [[nodiscard]] virtual std::chrono::nanoseconds telemetry_period() const = 0;
+  /// Hands the GPU back (the workload has released its resources first).
+  /// Returns a line for the report.
+  virtual std::string release_device() = 0;
+  /// True once the user asked to stop (Ctrl-C).
+  [[nodiscard]] virtual bool interrupted() = 0;
+};
+
+/// The real environment: a telemetry sampler on GPU `ordinal` (started here,
+/// stopped on destruction) and device::release(). `interrupted` is polled
+/// between samples.
+[[nodiscard]] std::unique_ptr<environment> make_gpu_environment(
+    int ordinal, std::chrono::milliseconds telemetry_period = std::chrono::milliseconds(20),
+    std::function<bool()> interrupted = {});
+
+/// For CPU workloads: host clock, no telemetry, nothing to release.
+[[nodiscard]] std::unique_ptr<environment> make_cpu_environment(
+    std::function<bool()> interrupted = {});
+
+/// Progress lines ("gating: 52 °C → 45 °C", "burst 3: 212 samples"), for the CLI.
+using progress_fn = std::function<void(const std::string&)>;
+
+/// Runs the protocol. Never throws for what happens during the run (a GPU
+/// that disappears, out of memory): the result says complete = false and
+/// keeps what was measured. Throws invalid_argument for bad options.
+[[nodiscard]] run_result measure(workload& w, environment& env, const protocol_options& options,
+                                 const progress_fn& progress = {});
+
+}  // namespace coolbench::measure

@@ -1,0 +1,112 @@
+/// @file
+/// What the measurement protocol times: a workload runs once per sample and
+/// says how long it took. GPU workloads take their device through the device
+/// layer (a lease), so the protocol can release the GPU between bursts and
+/// while it waits for it to cool; prepare() after a release re-acquires.
+///
+///   auto w = coolbench::measure::make_workload("gemm:fp16:128:2304:768:4", 0);
+///   w->prepare();
+///   const auto t = w->run();        // t.latency_ms: CUDA-event time
+///   w->release();                   // then device::release() can reset the context
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "coolbench/core/error.hpp"
+
+namespace coolbench::measure {
+
+/// One run of a workload.
+struct timing {
+  std::int64_t start_ns = 0;  ///< steady_now_ns() just before the work was issued
+  std::int64_t end_ns = 0;    ///< steady_now_ns() once it was known complete
+  /// The figure the protocol keeps: CUDA-event time on the GPU, host time
+  /// (end - start) on the CPU.
+  double latency_ms = 0;
+};
+
+class workload {
+ public:
+  virtual ~workload() = default;
+  /// What runs, for reports: "gemm fp16 128x2304x768 x4 (cuBLASLt)".
+  [[nodiscard]] virtual std::string describe() const = 0;
+  /// The CUDA ordinal it runs on; empty for a CPU workload.
+  [[nodiscard]] virtual std::optional<int> device() const = 0;
+  /// Makes everything a run needs (device memory filled with seeded random
+  /// data, never zeros; handles; the lease). Idempotent; called again after
+  /// release().
+  virtual void prepare() = 0;
+  /// Runs once, synchronously (returns when the work is complete). Calls
+  /// prepare() first when needed.
+  virtual timing run() = 0;
+  /// Drops what prepare() made, the lease included, so that the device can be
+  /// released. The next run() prepares again.
+  virtual void release() = 0;
+  /// Floating-point operations of one run, when known (for TFLOP/s).
+  [[nodiscard]] virtual std::optional<double> flops() const { return std::nullopt; }
+};
+
+/// GEMM element types: A, B and C all of this type. fp16 and bf16 accumulate
+/// in fp32; fp32 is computed in full fp32 (TF32 off).
+enum class gemm_dtype : std::uint8_t { fp16, bf16, fp32 };
+
+/// "fp16", "bf16", "fp32".
+[[nodiscard]] std::string_view to_string(gemm_dtype dtype) noexcept;
+
+/// `gemm:DTYPE:M:N:K[:COUNT]`: COUNT (default 1) GEMMs C[MxN] = A[MxK]·B[KxN]
+/// back to back on one stream, through cuBLASLt, fp32 accumulation.
+struct gemm_chain_spec {
+  gemm_dtype dtype = gemm_dtype::fp16;
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  int count = 1;
+};
+
+/// The largest M, N or K parse_gemm_chain accepts (cuBLASLt's int32 leading dimensions).
+inline constexpr std::int64_t gemm_max_dimension = 2147483647;
+/// The largest COUNT parse_gemm_chain accepts.
+inline constexpr int gemm_max_count = 1000;
+
+/// Parses "gemm:fp16:128:2304:768:4" (COUNT may be left out: 1). Throws
+/// invalid_argument saying which part is wrong and what the form is:
+/// dimensions 1..gemm_max_dimension, COUNT 1..gemm_max_count, DTYPE fp16,
+/// bf16 or fp32.
+[[nodiscard]] gemm_chain_spec parse_gemm_chain(std::string_view text);
+/// The canonical form, COUNT always written: "gemm:fp16:128:2304:768:4".
+[[nodiscard]] std::string to_string(const gemm_chain_spec& spec);
+/// Throws invalid_argument when a field is out of the ranges parse_gemm_chain accepts.
+void validate(const gemm_chain_spec& spec);
+
+/// A GEMM chain on GPU `device` (docs/measure.md, "Workloads"). Checks the
+/// spec (invalid_argument) and throws not_available in a build without CUDA;
+/// the GPU itself is first touched by prepare(). Its lease belongs to the
+/// thread that called prepare(): run and release it in that thread.
+[[nodiscard]] std::unique_ptr<workload> make_gemm_chain(const gemm_chain_spec& spec, int device);
+
+/// An ONNX model on the engine (`backend` "cpu" today). `dimensions` binds
+/// symbolic input dimensions (GPT-2's batch, sequence); an input dimension
+/// that is symbolic and not bound, or unknown, is an invalid_argument from
+/// prepare(). Inputs get seeded random data: floats roughly N(0, 1); integer
+/// inputs in [0, V), where V is the row count of the initializer a Gather
+/// indexes with that input (GPT-2's token embedding), else 100. Throws
+/// not_available when the engine is not built (COOLBENCH_ENGINE=OFF) and
+/// invalid_argument when the file does not exist; the model is loaded by
+/// prepare(). run() is timed with the host clock.
+[[nodiscard]] std::unique_ptr<workload> make_model_workload(
+    const std::filesystem::path& model, std::string_view backend = "cpu",
+    const std::map<std::string, std::int64_t>& dimensions = {});
+
+/// A workload named on the command line: "gemm:..." (on GPU `device`) or a
+/// path ending in .onnx (the engine's cpu backend; `device` unused). Throws
+/// invalid_argument for anything else, or a bad GEMM spec, or a missing file,
+/// and not_available for an .onnx path when the engine is not built.
+[[nodiscard]] std::unique_ptr<workload> make_workload(std::string_view name, int device);
+
+}  // namespace coolbench::measure

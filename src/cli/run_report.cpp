@@ -1,0 +1,227 @@
+#include "cli/run_report.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/format.hpp"
+#include "coolbench/core/version.hpp"
+#include "coolbench/telemetry/clock_reasons.hpp"
+
+namespace coolbench::cli {
+namespace {
+
+using measure::latency_summary;
+using measure::run_result;
+using measure::sample_phase;
+
+std::string phase_name(sample_phase p) {
+  switch (p) {
+    case sample_phase::warmup: return "warmup";
+    case sample_phase::measure: return "measure";
+    case sample_phase::soak: return "soak";
+  }
+  return "?";
+}
+
+nlohmann::json to_json(const latency_summary& s) {
+  return {{"count", s.count},     {"median_ms", s.median_ms},
+          {"mean_ms", s.mean_ms}, {"min_ms", s.min_ms},
+          {"max_ms", s.max_ms},   {"p90_ms", s.p90_ms},
+          {"p99_ms", s.p99_ms},   {"cv", s.cv}};
+}
+
+template <class T>
+nlohmann::json optional_json(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json options_json(const measure::protocol_options& o) {
+  const auto ms = [](std::chrono::milliseconds d) { return d.count(); };
+  return {{"mode", to_string(o.mode)},
+          {"policy", to_string(o.policy)},
+          {"on_throttle", o.on_throttle ? to_string(*o.on_throttle) : "default"},
+          {"target_temp_c", o.target_temp_c},
+          {"max_temp_c", optional_json(o.max_temp_c)},
+          {"gate_timeout_ms", ms(o.gate_timeout)},
+          {"clock_fraction", o.clock_fraction},
+          {"rel_ci", o.rel_ci},
+          {"ci_level", o.ci_level},
+          {"min_samples", o.min_samples},
+          {"max_samples", o.max_samples},
+          {"min_time_ms", ms(o.min_time)},
+          {"max_time_ms", ms(o.max_time)},
+          {"max_burst_ms", ms(o.max_burst)},
+          {"soak_window_ms", ms(o.soak_window)},
+          {"profile_time_ms", ms(o.profile_time)},
+          {"cooldown_interval_ms", ms(o.cooldown_interval)},
+          {"repeats_to_cooldown", o.repeats_to_cooldown},
+          {"discard_clock_fraction", o.discard_clock_fraction}};
+}
+
+nlohmann::json buckets_json(const std::vector<measure::profile_bucket>& buckets) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& b : buckets) {
+    list.push_back({{"from", b.from},
+                    {"to", b.to},
+                    {"count", b.count},
+                    {"median_ms", b.median_ms},
+                    {"vs_reference", b.vs_coolest}});
+  }
+  return list;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const run_result& r) {
+  nlohmann::json samples = nlohmann::json::array();
+  for (const auto& s : r.samples) {
+    const auto& c = s.conditions;
+    samples.push_back({{"phase", phase_name(s.phase)},
+                       {"burst", s.burst},
+                       {"start_ns", s.time.start_ns},
+                       {"end_ns", s.time.end_ns},
+                       {"latency_ms", s.time.latency_ms},
+                       {"kept", s.kept},
+                       {"throttled", s.throttled},
+                       {"throttle_reason", s.throttle_reason},
+                       {"temp_c", optional_json(c.temp_c)},
+                       {"sm_clock_mhz", optional_json(c.sm_clock_mhz)},
+                       {"power_w", optional_json(c.power_w)},
+                       {"clock_reasons", c.reasons},
+                       {"throttle_counter_moved", c.throttle_counter_moved},
+                       {"telemetry_samples", c.telemetry_samples}});
+  }
+  nlohmann::json discarded = nlohmann::json::object();
+  for (const auto& [reason, n] : r.discarded_by_reason) discarded[reason] = n;
+  nlohmann::json environment = {
+      {"coolbench_version", std::string(version())},
+      {"gpu", r.conditions.gpu ? to_json(*r.conditions.gpu) : nlohmann::json(nullptr)},
+      {"other_processes", to_json(r.conditions.other_processes)},
+      {"warnings", r.conditions.warnings},
+      {"start_temp_c", optional_json(r.conditions.start_temp_c)}};
+  nlohmann::json summary = {
+      {"latency", to_json(r.summary)},
+      {"median_ci_ms", r.median_ci ? nlohmann::json{r.median_ci->first, r.median_ci->second}
+                                   : nlohmann::json(nullptr)},
+      {"converged", r.converged},
+      {"stop_reason", r.stop_reason},
+      {"discarded", r.discarded},
+      {"discarded_by_reason", discarded},
+      {"throttled_kept",
+       r.throttled_summary ? to_json(*r.throttled_summary) : nlohmann::json(nullptr)},
+      {"temp_range_c", r.temp_range_c
+                           ? nlohmann::json{r.temp_range_c->first, r.temp_range_c->second}
+                           : nlohmann::json(nullptr)},
+      {"sm_clock_range_mhz",
+       r.clock_range_mhz ? nlohmann::json{r.clock_range_mhz->first, r.clock_range_mhz->second}
+                         : nlohmann::json(nullptr)},
+      {"seconds_total", r.seconds_total},
+      {"seconds_gating", r.seconds_gating},
+      {"warmup_runs", r.warmup_runs},
+      {"bursts", r.bursts},
+      {"pauses", r.pauses},
+      {"releases", r.releases},
+      {"energy_per_run_j", optional_json(r.energy_per_run_j)}};
+  nlohmann::json doc = {{"schema", k_run_schema},     {"complete", r.complete},
+                        {"error", r.error},           {"workload", r.workload},
+                        {"environment", environment}, {"configuration", options_json(r.options)},
+                        {"summary", summary},         {"samples", samples}};
+  if (r.profile) {
+    doc["profile"] = {{"by_temperature", buckets_json(r.profile->by_temperature)},
+                      {"by_sm_clock", buckets_json(r.profile->by_clock)},
+                      {"derate", r.profile->derate},
+                      {"ms_per_c", optional_json(r.profile->ms_per_c)},
+                      {"pct_per_100mhz", optional_json(r.profile->pct_per_100mhz)}};
+  }
+  return doc;
+}
+
+std::string samples_csv(const run_result& r) {
+  std::string out =
+      "phase,burst,start_ns,end_ns,latency_ms,kept,throttled,throttle_reason,temp_c,sm_clock_mhz,"
+      "power_w,clock_reasons\n";
+  for (const auto& s : r.samples) {
+    const auto& c = s.conditions;
+    out += fmt::format("{},{},{},{},{:.6f},{},{},\"{}\",{},{},{},{}\n", phase_name(s.phase),
+                       s.burst, s.time.start_ns, s.time.end_ns, s.time.latency_ms, s.kept ? 1 : 0,
+                       s.throttled ? 1 : 0, s.throttle_reason,
+                       c.temp_c ? std::to_string(*c.temp_c) : "",
+                       c.sm_clock_mhz ? std::to_string(*c.sm_clock_mhz) : "",
+                       c.power_w ? fmt::format("{:.1f}", *c.power_w) : "", c.reasons);
+  }
+  return out;
+}
+
+std::string profile_markdown(const run_result& r) {
+  if (!r.profile) return {};
+  const auto table = [](const std::vector<measure::profile_bucket>& buckets, const char* unit,
+                        const char* reference) {
+    std::string t =
+        fmt::format("| {} | samples | median | vs {} |\n|---|---|---|---|\n", unit, reference);
+    for (const auto& b : buckets) {
+      t += fmt::format("| {:g} to {:g} | {} | {:.4f} ms | {:+.2f}% |\n", b.from, b.to, b.count,
+                       b.median_ms, 100 * b.vs_coolest);
+    }
+    return t;
+  };
+  std::string out =
+      "Latency against GPU temperature\n\n" + table(r.profile->by_temperature, "°C", "coolest") +
+      "\nLatency against SM clock\n\n" + table(r.profile->by_clock, "MHz", "fastest clock") +
+      fmt::format("\nCold-to-hot derate: {:+.2f}%", 100 * r.profile->derate);
+  if (r.profile->ms_per_c) out += fmt::format("; {:+.5f} ms per °C", *r.profile->ms_per_c);
+  if (r.profile->pct_per_100mhz) {
+    out += fmt::format("; {:+.2f}% per 100 MHz of SM clock", *r.profile->pct_per_100mhz);
+  }
+  return out + "\n";
+}
+
+std::string format_run_summary(const run_result& r) {
+  std::string out = fmt::format("{}\n", r.workload);
+  if (r.conditions.gpu) {
+    const auto& id = *r.conditions.gpu;
+    out += fmt::format("GPU {}: {} (driver {})\n", id.cuda_ordinal, id.name, id.driver_version);
+  }
+  out += fmt::format("mode {}, policy {}, throttled samples: {}\n", to_string(r.options.mode),
+                     to_string(r.options.policy),
+                     r.options.on_throttle ? to_string(*r.options.on_throttle) : "default");
+  const auto& s = r.summary;
+  if (s.count == 0) {
+    out += "no sample was kept\n";
+  } else {
+    out += fmt::format("median {:.4f} ms", s.median_ms);
+    if (r.median_ci) {
+      const double half = (r.median_ci->second - r.median_ci->first) / 2;
+      out += fmt::format(" (CI {:.0f}%: {:.4f} to {:.4f} ms, ±{:.2f}%)", 100 * r.options.ci_level,
+                         r.median_ci->first, r.median_ci->second, 100 * half / s.median_ms);
+    }
+    out += fmt::format("\np90 {:.4f} ms, p99 {:.4f} ms, min {:.4f} ms, CV {:.2f}%\n", s.p90_ms,
+                       s.p99_ms, s.min_ms, 100 * s.cv);
+  }
+  out += fmt::format("samples: {} kept, {} discarded", s.count, r.discarded);
+  for (const auto& [reason, n] : r.discarded_by_reason) out += fmt::format("; {} {}", n, reason);
+  out += fmt::format("; {} warm-up runs\n", r.warmup_runs);
+  if (r.throttled_summary) {
+    out += fmt::format("throttled but kept (labelled): {}, median {:.4f} ms\n",
+                       r.throttled_summary->count, r.throttled_summary->median_ms);
+  }
+  if (r.temp_range_c) {
+    out += fmt::format("GPU temperature {} to {} C", r.temp_range_c->first, r.temp_range_c->second);
+    if (r.clock_range_mhz) {
+      out += fmt::format(", SM clock {} to {} MHz", r.clock_range_mhz->first,
+                         r.clock_range_mhz->second);
+    }
+    out += "\n";
+  }
+  out += fmt::format("{:.1f} s in all, {:.1f} s gating; {} bursts, {} pauses, {} releases\n",
+                     r.seconds_total, r.seconds_gating, r.bursts, r.pauses, r.releases);
+  if (r.energy_per_run_j) out += fmt::format("energy {:.4f} J per run\n", *r.energy_per_run_j);
+  out += fmt::format("stopped: {}{}\n", r.stop_reason,
+                     r.converged ? "" : " (the CI did not reach --rel-ci)");
+  if (!r.complete)
+    out += fmt::format("INCOMPLETE: {}\n", r.error.empty() ? r.stop_reason : r.error);
+  if (r.profile) out += "\n" + profile_markdown(r);
+  return out;
+}
+
+}  // namespace coolbench::cli

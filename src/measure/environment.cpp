@@ -1,0 +1,109 @@
+// The protocol's real environments: a GPU seen through the telemetry sampler
+// and released through the device layer, and the host alone for CPU work.
+#include <unistd.h>
+
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "coolbench/core/clock.hpp"
+#include "coolbench/device/device.hpp"
+#include "coolbench/measure/protocol.hpp"
+#include "coolbench/telemetry/sampler.hpp"
+
+namespace coolbench::measure {
+namespace {
+
+class host_environment : public environment {
+ public:
+  explicit host_environment(std::function<bool()> interrupted)
+      : m_interrupted(std::move(interrupted)) {}
+  std::int64_t now_ns() override { return steady_now_ns(); }
+  void sleep_for(std::chrono::nanoseconds duration) override {
+    std::this_thread::sleep_for(duration);
+  }
+  run_conditions conditions() override { return {}; }
+  std::optional<telemetry::gpu_sample> latest() override { return std::nullopt; }
+  std::vector<telemetry::gpu_sample> between(std::int64_t, std::int64_t) override { return {}; }
+  std::chrono::nanoseconds telemetry_period() const override { return {}; }
+  std::string release_device() override { return {}; }
+  bool interrupted() override { return m_interrupted && m_interrupted(); }
+
+ private:
+  std::function<bool()> m_interrupted;
+};
+
+class gpu_environment final : public host_environment {
+ public:
+  gpu_environment(int ordinal, std::chrono::milliseconds period, std::function<bool()> interrupted)
+      : host_environment(std::move(interrupted)),
+        m_ordinal(ordinal),
+        m_telemetry(ordinal),
+        // The throttle time counters every 200 ms rather than every second:
+        // they end cold-mode bursts (about 1.2 ms of CPU a second).
+        m_sampler(telemetry::make_gpu_source(ordinal),
+                  {.period = period, .slow_period = std::chrono::milliseconds(200)}) {
+    m_sampler.start();
+  }
+
+  run_conditions conditions() override {
+    run_conditions c;
+    c.gpu = m_telemetry.identity();
+    const auto self = static_cast<std::uint32_t>(getpid());
+    for (auto& p : m_telemetry.processes()) {
+      if (p.pid == self) continue;
+      std::ostringstream w;
+      w << "GPU " << m_ordinal << " is shared: pid " << p.pid
+        << (p.name.empty() ? "" : " (" + p.name + ")");
+      if (p.used_memory_bytes.ok()) w << " holds " << (p.used_memory_bytes.value >> 20) << " MiB";
+      w << "; its work changes the figures";
+      c.warnings.push_back(w.str());
+      c.other_processes.push_back(std::move(p));
+    }
+    return c;
+  }
+
+  std::optional<telemetry::gpu_sample> latest() override {
+    const auto s = m_sampler.latest();
+    if (!s) return std::nullopt;
+    return *s;
+  }
+
+  std::vector<telemetry::gpu_sample> between(std::int64_t from_ns, std::int64_t to_ns) override {
+    return m_sampler.between(from_ns, to_ns);
+  }
+
+  std::chrono::nanoseconds telemetry_period() const override { return m_sampler.options().period; }
+
+  std::string release_device() override {
+    const device::release_report r = device::device::get(m_ordinal).release();
+    std::ostringstream line;
+    if (!r.released) {
+      line << "release: " << (r.note.empty() ? "nothing to release" : r.note);
+    } else {
+      line << "release: freed " << (r.bytes_freed >> 20) << " MiB, context "
+           << (r.context_reset ? "reset" : "kept") << ", " << static_cast<int>(r.seconds * 1000)
+           << " ms";
+    }
+    return line.str();
+  }
+
+ private:
+  int m_ordinal;
+  telemetry::gpu_telemetry m_telemetry;
+  telemetry::sampler m_sampler;
+};
+
+}  // namespace
+
+std::unique_ptr<environment> make_gpu_environment(int ordinal,
+                                                  std::chrono::milliseconds telemetry_period,
+                                                  std::function<bool()> interrupted) {
+  return std::make_unique<gpu_environment>(ordinal, telemetry_period, std::move(interrupted));
+}
+
+std::unique_ptr<environment> make_cpu_environment(std::function<bool()> interrupted) {
+  return std::make_unique<host_environment>(std::move(interrupted));
+}
+
+}  // namespace coolbench::measure

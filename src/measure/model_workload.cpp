@@ -1,0 +1,177 @@
+// An ONNX model on the engine as a workload: seeded random inputs, set once
+// by prepare(); run() times session::run() with the host clock.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "coolbench/core/clock.hpp"
+#include "coolbench/engine/model.hpp"
+#include "coolbench/engine/session.hpp"
+#include "coolbench/measure/workload.hpp"
+
+namespace coolbench::measure {
+namespace {
+
+// Integer inputs that index nothing the model shows get ids in [0, 100).
+constexpr std::int64_t default_index_range = 100;
+constexpr std::uint64_t input_seed = 20261202;
+
+// The rows of the initializer a Gather indexes with `input` (GPT-2's token
+// embedding for input_ids), so that ids stay in range; empty when none does.
+std::optional<std::int64_t> gathered_rows(const engine::graph& g, const std::string& input) {
+  for (const auto& n : g.nodes) {
+    if (n.op_type != "Gather" || n.inputs.size() < 2 || n.inputs[1] != input) continue;
+    const auto table = g.initializers.find(n.inputs[0]);
+    if (table == g.initializers.end()) continue;
+    const auto& shape = table->second.shape();
+    auto axis = n.get<std::int64_t>("axis", 0);
+    if (axis < 0) axis += static_cast<std::int64_t>(shape.size());
+    if (axis < 0 || axis >= static_cast<std::int64_t>(shape.size())) continue;
+    if (shape[static_cast<std::size_t>(axis)] > 0) return shape[static_cast<std::size_t>(axis)];
+  }
+  return std::nullopt;
+}
+
+engine::shape_t input_shape(const engine::value_info& input,
+                            const std::map<std::string, std::int64_t>& dimensions) {
+  if (!input.has_shape) {
+    throw invalid_argument("input '" + input.name +
+                           "' has no declared shape; the model workload cannot make data for it");
+  }
+  engine::shape_t shape;
+  for (std::size_t i = 0; i < input.shape.size(); ++i) {
+    const auto& d = input.shape[i];
+    if (d.value >= 0) {
+      shape.push_back(d.value);
+    } else if (!d.symbol.empty()) {
+      const auto it = dimensions.find(d.symbol);
+      if (it == dimensions.end()) {
+        throw invalid_argument("input '" + input.name + "': dimension " + std::to_string(i) +
+                               " is the symbol '" + d.symbol + "'; give its value (e.g. " +
+                               d.symbol + "=1)");
+      }
+      shape.push_back(it->second);
+    } else {
+      throw invalid_argument("input '" + input.name + "': dimension " + std::to_string(i) +
+                             " is unknown (neither a number nor a symbol)");
+    }
+  }
+  return shape;
+}
+
+engine::tensor random_input(const engine::value_info& input, engine::shape_t shape,
+                            std::int64_t index_range, std::mt19937_64& rng) {
+  engine::tensor t(input.type, std::move(shape));
+  switch (input.type) {
+    case engine::dtype::float32: {
+      std::normal_distribution<float> normal(0.0F, 1.0F);
+      for (auto& x : t.data<float>()) x = normal(rng);
+      break;
+    }
+    case engine::dtype::float16: {
+      std::normal_distribution<float> normal(0.0F, 1.0F);
+      auto raw = t.raw();
+      for (std::size_t i = 0; i + 1 < raw.size(); i += 2) {
+        const std::uint16_t bits = engine::float_to_half(normal(rng));
+        std::memcpy(raw.data() + i, &bits, sizeof bits);
+      }
+      break;
+    }
+    case engine::dtype::int64: {
+      std::uniform_int_distribution<std::int64_t> ids(0, index_range - 1);
+      for (auto& x : t.data<std::int64_t>()) x = ids(rng);
+      break;
+    }
+    case engine::dtype::int32: {
+      std::uniform_int_distribution<std::int64_t> ids(0, index_range - 1);
+      for (auto& x : t.data<std::int32_t>()) x = static_cast<std::int32_t>(ids(rng));
+      break;
+    }
+    case engine::dtype::boolean: {
+      std::bernoulli_distribution coin;
+      for (auto& x : t.raw()) x = static_cast<std::byte>(coin(rng) ? 1 : 0);
+      break;
+    }
+  }
+  return t;
+}
+
+class model_workload final : public workload {
+ public:
+  model_workload(std::filesystem::path path, std::string backend,
+                 std::map<std::string, std::int64_t> dimensions)
+      : m_path(std::move(path)),
+        m_backend(std::move(backend)),
+        m_dimensions(std::move(dimensions)) {
+    if (!std::filesystem::is_regular_file(m_path)) {
+      throw invalid_argument("no model file '" + m_path.string() + "'");
+    }
+  }
+
+  [[nodiscard]] std::string describe() const override {
+    std::string text = "model " + m_path.filename().string() + " (" +
+                       (m_session ? m_session->backend_description() : m_backend) + ")";
+    for (const auto& [name, shape] : m_shapes) text += ", " + name + " " + engine::to_string(shape);
+    return text;
+  }
+  [[nodiscard]] std::optional<int> device() const override { return std::nullopt; }
+
+  void prepare() override {
+    if (m_session) return;
+    engine::graph g = engine::load_onnx(m_path);
+    std::mt19937_64 rng(input_seed);
+    std::vector<std::pair<std::string, engine::tensor>> inputs;
+    std::map<std::string, engine::shape_t> shapes;
+    for (const auto& input : g.inputs) {
+      auto shape = input_shape(input, m_dimensions);
+      shapes[input.name] = shape;
+      const std::int64_t range = gathered_rows(g, input.name).value_or(default_index_range);
+      inputs.emplace_back(input.name, random_input(input, std::move(shape), range, rng));
+    }
+    engine::session_options options;
+    for (const auto& [symbol, value] : m_dimensions) options.dimensions[symbol] = value;
+    auto s = std::make_unique<engine::session>(std::move(g), options, m_backend);
+    for (auto& [name, value] : inputs) s->set_input(name, std::move(value));
+    m_session = std::move(s);
+    m_shapes = std::move(shapes);
+  }
+
+  timing run() override {
+    prepare();
+    timing t;
+    t.start_ns = steady_now_ns();
+    m_session->run();
+    t.end_ns = steady_now_ns();
+    t.latency_ms = static_cast<double>(t.end_ns - t.start_ns) / 1e6;
+    return t;
+  }
+
+  void release() override {
+    m_session.reset();
+    m_shapes.clear();
+  }
+
+ private:
+  std::filesystem::path m_path;
+  std::string m_backend;
+  std::map<std::string, std::int64_t> m_dimensions;
+  std::unique_ptr<engine::session> m_session;
+  std::map<std::string, engine::shape_t> m_shapes;
+};
+
+}  // namespace
+
+std::unique_ptr<workload> make_model_workload(
+    const std::filesystem::path& model, std::string_view backend,
+    const std::map<std::string, std::int64_t>& dimensions) {
+  return std::make_unique<model_workload>(model, std::string(backend), dimensions);
+}
+
+}  // namespace coolbench::measure

@@ -1,0 +1,762 @@
+// The measurement protocol: gate, warm up, sample with telemetry, detect
+// throttling, stop on a confidence interval; the cold, sustained and profile
+// modes and the three baseline policies (docs/measure.md).
+#include "coolbench/measure/protocol.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <span>
+#include <sstream>
+#include <stdexcept>
+
+#include "coolbench/stats.hpp"
+#include "coolbench/telemetry/clock_reasons.hpp"
+
+namespace coolbench::measure {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+
+constexpr std::int64_t k_ns_per_ms = 1'000'000;
+constexpr std::int64_t k_ns_per_s = 1'000'000'000;
+
+double seconds_between(std::int64_t from_ns, std::int64_t to_ns) {
+  return static_cast<double>(to_ns - from_ns) / static_cast<double>(k_ns_per_s);
+}
+
+std::int64_t to_ns(milliseconds d) { return d.count() * k_ns_per_ms; }
+
+/// The run stopped for a reason the result reports (interrupt, gate time-out);
+/// not an error of the caller.
+struct stop_run {
+  std::string reason;
+  std::string error;
+};
+
+latency_summary summarize_latencies(const std::vector<double>& values) {
+  latency_summary out;
+  if (values.empty()) return out;
+  const stats::summary s = stats::summarize(values);
+  out.count = static_cast<int>(s.count);
+  out.median_ms = s.median;
+  out.mean_ms = s.mean;
+  out.min_ms = s.min;
+  out.max_ms = s.max;
+  out.p90_ms = s.p90;
+  out.p99_ms = s.p99;
+  out.cv = s.cv;
+  return out;
+}
+
+bool counters_moved(const telemetry::clock_reason_counters& before,
+                    const telemetry::clock_reason_counters& after) {
+  const auto moved = [](const telemetry::reading<std::uint64_t>& a,
+                        const telemetry::reading<std::uint64_t>& b) {
+    return a.ok() && b.ok() && b.value > a.value;
+  };
+  return moved(before.sw_power_cap_ns, after.sw_power_cap_ns) ||
+         moved(before.sw_thermal_ns, after.sw_thermal_ns) ||
+         moved(before.hw_thermal_ns, after.hw_thermal_ns) ||
+         moved(before.hw_power_brake_ns, after.hw_power_brake_ns);
+}
+
+class runner {
+ public:
+  runner(workload& w, environment& env, const protocol_options& options,
+         const progress_fn& progress)
+      : m_w(w), m_env(env), m_o(options), m_progress(progress) {}
+
+  run_result run() {
+    m_start_ns = m_env.now_ns();
+    m_r.workload = m_w.describe();
+    m_r.options = m_o;
+    // Baselines label only (nvbench's own rule discards); the protocol's
+    // default depends on the mode: throttling is what sustained and profile
+    // runs are about.
+    m_action = m_o.policy != sampling_policy::coolbench
+                   ? throttle_action::label
+                   : m_o.on_throttle.value_or(m_o.mode == run_mode::cold ? throttle_action::discard
+                                                                         : throttle_action::label);
+    m_r.options.on_throttle = m_action;
+    m_r.conditions = m_env.conditions();
+    for (const auto& warning : m_r.conditions.warnings) say("warning: " + warning);
+    if (m_r.conditions.gpu) {
+      const auto& id = *m_r.conditions.gpu;
+      if (id.clock_sm_max_mhz.ok()) m_max_clock = id.clock_sm_max_mhz.value;
+      m_max_temp = m_o.max_temp_c.value_or(
+          id.temp_slowdown_c.ok() ? static_cast<double>(id.temp_slowdown_c.value) - 10.0 : 80.0);
+    } else {
+      m_max_temp = m_o.max_temp_c.value_or(80.0);
+    }
+    if (const auto s = m_env.latest(); s && s->temp_gpu_c.ok()) {
+      m_r.conditions.start_temp_c = s->temp_gpu_c.value;
+    }
+    try {
+      switch (m_o.policy) {
+        case sampling_policy::naive:
+        case sampling_policy::fixed_sleep:
+        case sampling_policy::clock_discard: run_baseline(); break;
+        case sampling_policy::coolbench:
+          if (!m_r.conditions.gpu) {
+            run_plain();  // a CPU workload: no GPU state to gate on
+          } else if (m_o.mode == run_mode::cold) {
+            run_cold();
+          } else if (m_o.mode == run_mode::sustained) {
+            run_sustained();
+          } else {
+            run_profile();
+          }
+          break;
+      }
+    } catch (const stop_run& stop) {
+      m_r.stop_reason = stop.reason;
+      m_r.error = stop.error;
+      m_r.complete = false;
+    } catch (const std::exception& e) {
+      m_r.stop_reason = "error";
+      m_r.error = e.what();
+      m_r.complete = false;
+    }
+    // Hand the GPU back whatever happened: the last step of every run.
+    try {
+      m_w.release();
+      if (m_r.conditions.gpu) {
+        say(m_env.release_device());
+        ++m_r.releases;
+      }
+    } catch (const std::exception& e) {
+      if (m_r.error.empty()) m_r.error = std::string("releasing at the end: ") + e.what();
+    }
+    finish();
+    return std::move(m_r);
+  }
+
+ private:
+  // --- one sample ----------------------------------------------------------
+
+  sample_conditions join(const timing& t) {
+    sample_conditions c;
+    if (!m_r.conditions.gpu) return c;
+    const std::int64_t period = m_env.telemetry_period().count();
+    const auto samples = m_env.between(t.start_ns - period, t.end_ns);
+    for (const auto& s : samples) {
+      ++c.telemetry_samples;
+      if (s.temp_gpu_c.ok())
+        c.temp_c = std::max(c.temp_c.value_or(s.temp_gpu_c.value), s.temp_gpu_c.value);
+      if (s.clock_sm_mhz.ok()) {
+        c.sm_clock_mhz =
+            std::min(c.sm_clock_mhz.value_or(s.clock_sm_mhz.value), s.clock_sm_mhz.value);
+      }
+      if (s.power_w.ok())
+        c.power_w = std::max(c.power_w.value_or(s.power_w.value), s.power_w.value);
+      if (s.clock_reasons.ok()) c.reasons |= s.clock_reasons.value;
+      if (m_last_counters && counters_moved(*m_last_counters, s.reason_counters)) {
+        c.throttle_counter_moved = true;
+      }
+      if (s.reason_counters.sw_power_cap_ns.ok()) m_last_counters = s.reason_counters;
+    }
+    return c;
+  }
+
+  /// Why these conditions count as throttled, or empty.
+  std::string throttle_reason(const sample_conditions& c, double clock_fraction) const {
+    if (telemetry::is_throttling(c.reasons)) {
+      std::string names;
+      for (const auto& name :
+           telemetry::clock_reason_names(c.reasons & telemetry::throttling_reason_mask())) {
+        names += (names.empty() ? "" : ",") + name;
+      }
+      return names;
+    }
+    if (c.throttle_counter_moved) return "throttle time counter advanced";
+    if (m_max_clock && c.sm_clock_mhz &&
+        static_cast<double>(*c.sm_clock_mhz) < clock_fraction * static_cast<double>(*m_max_clock)) {
+      std::ostringstream s;
+      s << "SM clock " << *c.sm_clock_mhz << " < " << clock_fraction << " x " << *m_max_clock
+        << " MHz";
+      return s.str();
+    }
+    return {};
+  }
+
+  sample_record& take(sample_phase phase, int burst = 0) {
+    if (m_env.interrupted()) throw stop_run{"interrupted", ""};
+    sample_record s;
+    s.time = m_w.run();
+    s.phase = phase;
+    s.burst = burst;
+    s.conditions = join(s.time);
+    s.throttle_reason = throttle_reason(s.conditions, m_o.clock_fraction);
+    s.throttled = !s.throttle_reason.empty();
+    s.kept = phase == sample_phase::measure && (!s.throttled || m_action == throttle_action::label);
+    if (phase == sample_phase::warmup) ++m_r.warmup_runs;
+    if (s.kept) m_kept.push_back(s.time.latency_ms);
+    m_r.samples.push_back(std::move(s));
+    return m_r.samples.back();
+  }
+
+  /// Takes a sample out of the result after the fact (telemetry read later
+  /// showed the state changed while it ran, or a baseline's rule says so).
+  void discard(sample_record& s, const std::string& reason) {
+    if (!s.throttled) {
+      s.throttled = true;
+      s.throttle_reason = reason;
+    }
+    if (!s.kept) return;
+    s.kept = false;
+    // Equal latencies are interchangeable for the statistics: drop the last.
+    const auto it = std::find(m_kept.rbegin(), m_kept.rend(), s.time.latency_ms);
+    if (it != m_kept.rend()) m_kept.erase(std::next(it).base());
+  }
+
+  /// The same, under the policy: discard, or only label.
+  void throttled_after_the_fact(sample_record& s, const std::string& reason) {
+    if (m_action == throttle_action::discard) {
+      discard(s, reason);
+    } else if (!s.throttled) {
+      s.throttled = true;
+      s.throttle_reason = reason;
+    }
+  }
+
+  // --- stopping ------------------------------------------------------------
+
+  /// True when the run should stop; sets stop_reason.
+  bool should_stop() {
+    const auto n = static_cast<int>(m_kept.size());
+    const std::int64_t now = m_env.now_ns();
+    if (n >= m_o.max_samples) return stop_with("max samples");
+    if (now - m_start_ns >= to_ns(m_o.max_time)) return stop_with("max time");
+    if (n < m_o.min_samples || now - m_measure_start_ns < to_ns(m_o.min_time)) return false;
+    // The CI costs a sort: check it on a growing stride, not every sample.
+    if (n < m_next_ci_check) return false;
+    m_next_ci_check = n + std::max(1, n / 20);
+    if (ci_met()) {
+      m_r.converged = true;
+      return stop_with("converged");
+    }
+    return false;
+  }
+
+  bool ci_met() const {
+    try {
+      const stats::median_interval ci = stats::median_ci_order_statistic(m_kept, m_o.ci_level);
+      const double median = stats::median(m_kept);
+      return median > 0 && (ci.upper - ci.lower) / 2 <= m_o.rel_ci * median;
+    } catch (const invalid_argument&) {
+      return false;  // too few samples for the level yet
+    }
+  }
+
+  bool stop_with(std::string reason) {
+    m_r.stop_reason = std::move(reason);
+    return true;
+  }
+
+  // --- gate and warm-up ------------------------------------------------------
+
+  std::optional<int> temperature() {
+    const auto s = m_env.latest();
+    if (s && s->temp_gpu_c.ok()) return s->temp_gpu_c.value;
+    return std::nullopt;
+  }
+
+  /// Releases the device, waits until the GPU is at or below the target,
+  /// re-acquires and warms up (fully the first time).
+  void gate(bool full_warmup) {
+    m_w.release();
+    say(m_env.release_device());
+    ++m_r.releases;
+    const std::int64_t began = m_env.now_ns();
+    auto t = temperature();
+    if (!t) {
+      say("warning: no GPU temperature reading; not gating on temperature");
+    } else if (*t > m_o.target_temp_c) {
+      say("gating: " + std::to_string(*t) + " C, waiting for " + format_c(m_o.target_temp_c) +
+          " with the GPU released");
+    }
+    while (t && *t > m_o.target_temp_c) {
+      if (m_env.interrupted()) throw stop_run{"interrupted", ""};
+      if (m_env.now_ns() - began > to_ns(m_o.gate_timeout)) {
+        m_r.seconds_gating += seconds_between(began, m_env.now_ns());
+        throw stop_run{"gate time-out",
+                       "the GPU stayed above " + format_c(m_o.target_temp_c) + " for " +
+                           std::to_string(m_o.gate_timeout.count() / 1000) + " s (now at " +
+                           std::to_string(*t) +
+                           " C): raise --target-temp or --gate-timeout, or let the GPU cool"};
+      }
+      m_env.sleep_for(milliseconds(200));
+      t = temperature();
+    }
+    m_r.seconds_gating += seconds_between(began, m_env.now_ns());
+    m_w.prepare();
+    if (full_warmup) {
+      warm_up();
+    } else {
+      for (int i = 0; i < m_o.rewarm_runs; ++i) take(sample_phase::warmup);
+    }
+  }
+
+  /// Runs until the median of the last window moves less than the tolerance
+  /// against the window before, and the SM clock is at its maximum.
+  void warm_up() {
+    const std::int64_t began = m_env.now_ns();
+    std::vector<double> recent;
+    const auto window = static_cast<std::size_t>(std::max(1, m_o.warmup_window));
+    for (;;) {
+      const auto& s = take(sample_phase::warmup);
+      recent.push_back(s.time.latency_ms);
+      const bool clock_ok = throttle_reason(s.conditions, m_o.clock_fraction).empty();
+      if (static_cast<int>(recent.size()) >= m_o.warmup_min_runs && recent.size() >= 2 * window &&
+          clock_ok) {
+        const std::span<const double> all(recent);
+        const double before = stats::median(all.subspan(all.size() - 2 * window, window));
+        const double last = stats::median(all.subspan(all.size() - window, window));
+        if (std::abs(last - before) <= m_o.warmup_tolerance * before) return;
+      }
+      if (m_env.now_ns() - began > to_ns(m_o.warmup_max_time)) {
+        say("warning: warm-up did not settle within " +
+            std::to_string(m_o.warmup_max_time.count()) + " ms" +
+            (clock_ok ? "" : " (the SM clock is below its maximum)") + "; measuring anyway");
+        return;
+      }
+    }
+  }
+
+  bool over_ceiling() {
+    const auto t = temperature();
+    return t && *t > m_max_temp;
+  }
+
+  /// Ceiling crossed: release, cool to the target, re-acquire, re-warm.
+  void pause_for_ceiling() {
+    ++m_r.pauses;
+    say("pause: above the ceiling of " + format_c(m_max_temp));
+    gate(false);
+  }
+
+  // --- policies and modes ----------------------------------------------------
+
+  void run_plain() {
+    m_w.prepare();
+    warm_up();
+    m_measure_start_ns = m_env.now_ns();
+    while (!should_stop()) take(sample_phase::measure);
+  }
+
+  void run_baseline() {
+    m_w.prepare();
+    // The peers warm up with a run or a few; one window here.
+    for (int i = 0; i < m_o.warmup_min_runs; ++i) take(sample_phase::warmup);
+    m_measure_start_ns = m_env.now_ns();
+    int since_cooldown = 0;
+    while (!should_stop()) {
+      // Baselines keep every sample (their throttle labels are evidence only),
+      // except what nvbench's clock rule drops.
+      auto& s = take(sample_phase::measure);
+      if (m_o.policy == sampling_policy::fixed_sleep &&
+          ++since_cooldown >= m_o.repeats_to_cooldown) {
+        since_cooldown = 0;
+        m_env.sleep_for(m_o.cooldown_interval);
+      } else if (m_o.policy == sampling_policy::clock_discard) {
+        const std::string reason = throttle_reason_clock_only(s.conditions);
+        if (!reason.empty()) {
+          discard(s, reason);
+          m_env.sleep_for(m_o.discard_sleep);
+        }
+      }
+    }
+  }
+
+  std::string throttle_reason_clock_only(const sample_conditions& c) const {
+    if (m_max_clock && c.sm_clock_mhz &&
+        static_cast<double>(*c.sm_clock_mhz) <
+            m_o.discard_clock_fraction * static_cast<double>(*m_max_clock)) {
+      std::ostringstream s;
+      s << "SM clock " << *c.sm_clock_mhz << " < " << m_o.discard_clock_fraction << " x "
+        << *m_max_clock << " MHz";
+      return s.str();
+    }
+    return {};
+  }
+
+  /// Cold: gated bursts, each ending as soon as telemetry says the state
+  /// changed (a reason bit, a reason time counter, the clock, the
+  /// temperature); samples the change may have touched are discarded.
+  void run_cold() {
+    gate(true);
+    m_measure_start_ns = m_env.now_ns();
+    for (;;) {
+      const int burst = ++m_r.bursts;
+      const std::int64_t burst_start = m_env.now_ns();
+      const std::size_t first = m_r.samples.size();
+      std::string ended;
+      while (ended.empty()) {
+        take(sample_phase::measure, burst);
+        if (should_stop()) return;
+        ended = state_change_since(burst_start, first);
+        if (ended.empty() && m_env.now_ns() - burst_start > to_ns(m_o.max_burst)) {
+          ended = "longest burst";
+        }
+      }
+      say("burst " + std::to_string(burst) + ": " + std::to_string(m_r.samples.size() - first) +
+          " samples, ended by " + ended);
+      gate(false);
+    }
+  }
+
+  /// Looks at the telemetry read since the burst began; on a change, marks
+  /// the burst's samples that ran within a telemetry period before it and
+  /// returns what changed.
+  std::string state_change_since(std::int64_t burst_start, std::size_t first) {
+    const std::int64_t period = m_env.telemetry_period().count();
+    for (const auto& t : m_env.between(burst_start, m_env.now_ns())) {
+      sample_conditions c;
+      if (t.clock_reasons.ok()) c.reasons = t.clock_reasons.value;
+      if (t.clock_sm_mhz.ok()) c.sm_clock_mhz = t.clock_sm_mhz.value;
+      if (m_burst_counters && counters_moved(*m_burst_counters, t.reason_counters)) {
+        c.throttle_counter_moved = true;
+      }
+      std::string why = throttle_reason(c, m_o.clock_fraction);
+      if (why.empty() && t.temp_gpu_c.ok() &&
+          t.temp_gpu_c.value > m_o.target_temp_c + m_o.burst_temp_margin_c) {
+        why = "temperature " + std::to_string(t.temp_gpu_c.value) + " C";
+      }
+      if (t.reason_counters.sw_power_cap_ns.ok()) m_burst_counters = t.reason_counters;
+      if (!why.empty()) {
+        for (std::size_t i = first; i < m_r.samples.size(); ++i) {
+          if (m_r.samples[i].time.end_ns >= t.time_ns - period) {
+            throttled_after_the_fact(m_r.samples[i], why);
+          }
+        }
+        m_burst_counters.reset();
+        return why;
+      }
+    }
+    return {};
+  }
+
+  /// Sustained: heat-soak until the temperature is steady, then measure at
+  /// equilibrium (throttled samples labelled by default).
+  void run_sustained() {
+    m_w.prepare();
+    const std::int64_t began = m_env.now_ns();
+    say("heat-soak: until the temperature moves less than " + format_c(m_o.soak_steady_c) +
+        " over " + std::to_string(m_o.soak_window.count() / 1000) + " s");
+    while (!steady(began)) {
+      take(sample_phase::soak);
+      if (m_env.now_ns() - began > to_ns(m_o.soak_max_time)) {
+        say("warning: not steady after the soak limit; measuring anyway");
+        break;
+      }
+      if (over_ceiling()) pause_for_ceiling();
+    }
+    m_measure_start_ns = m_env.now_ns();
+    while (!should_stop()) {
+      take(sample_phase::measure);
+      if (over_ceiling()) pause_for_ceiling();
+    }
+  }
+
+  /// Whether the temperature moved at most soak_steady_c over the last
+  /// soak_window (and that much time has passed since `since`).
+  bool steady(std::int64_t since) {
+    const std::int64_t now = m_env.now_ns();
+    if (now - since < to_ns(m_o.soak_window)) return false;
+    int low = 1000;
+    int high = -1000;
+    for (const auto& t : m_env.between(now - to_ns(m_o.soak_window), now)) {
+      if (!t.temp_gpu_c.ok()) continue;
+      low = std::min(low, t.temp_gpu_c.value);
+      high = std::max(high, t.temp_gpu_c.value);
+    }
+    return high >= low && high - low <= m_o.soak_steady_c;
+  }
+
+  /// Profile: from a cool GPU, run without pause and keep every sample with
+  /// its temperature and clock; stop after profile_time, when steady, or at
+  /// the ceiling.
+  void run_profile() {
+    gate(true);
+    const std::int64_t began = m_env.now_ns();
+    m_measure_start_ns = began;
+    for (;;) {
+      take(sample_phase::measure);
+      const std::int64_t now = m_env.now_ns();
+      if (now - began >= to_ns(m_o.profile_time)) return void(stop_with("profile time"));
+      if (now - began >= 3 * to_ns(m_o.soak_window) && steady(began)) {
+        return void(stop_with("steady temperature"));
+      }
+      if (over_ceiling()) return void(stop_with("ceiling"));
+      if (now - m_start_ns >= to_ns(m_o.max_time)) return void(stop_with("max time"));
+      if (static_cast<int>(m_kept.size()) >= m_o.max_samples) {
+        return void(stop_with("max samples"));
+      }
+    }
+  }
+
+  // --- result ----------------------------------------------------------------
+
+  void finish() {
+    m_r.seconds_total = seconds_between(m_start_ns, m_env.now_ns());
+    std::vector<double> kept;
+    std::vector<double> throttled_kept;
+    std::map<std::string, int> discarded;
+    for (const auto& s : m_r.samples) {
+      if (s.phase != sample_phase::measure) continue;
+      if (!s.kept) {
+        ++m_r.discarded;
+        ++discarded[s.throttle_reason.empty() ? "unknown" : s.throttle_reason];
+        continue;
+      }
+      kept.push_back(s.time.latency_ms);
+      if (s.throttled) throttled_kept.push_back(s.time.latency_ms);
+      if (s.conditions.temp_c) {
+        auto& r = m_r.temp_range_c;
+        r = r ? std::pair{std::min(r->first, *s.conditions.temp_c),
+                          std::max(r->second, *s.conditions.temp_c)}
+              : std::pair{*s.conditions.temp_c, *s.conditions.temp_c};
+      }
+      if (s.conditions.sm_clock_mhz) {
+        auto& r = m_r.clock_range_mhz;
+        r = r ? std::pair{std::min(r->first, *s.conditions.sm_clock_mhz),
+                          std::max(r->second, *s.conditions.sm_clock_mhz)}
+              : std::pair{*s.conditions.sm_clock_mhz, *s.conditions.sm_clock_mhz};
+      }
+    }
+    m_r.discarded_by_reason.assign(discarded.begin(), discarded.end());
+    m_r.summary = summarize_latencies(kept);
+    if (!throttled_kept.empty()) m_r.throttled_summary = summarize_latencies(throttled_kept);
+    if (!kept.empty()) {
+      try {
+        const stats::median_interval ci = stats::median_ci_order_statistic(kept, m_o.ci_level);
+        m_r.median_ci = std::pair{ci.lower, ci.upper};
+      } catch (const invalid_argument&) {
+        // Too few samples for a CI at this level: the summary says so.
+      }
+    }
+    if (m_r.stop_reason.empty()) m_r.stop_reason = "stopped";
+    energy();
+    if (m_o.policy == sampling_policy::coolbench && m_o.mode == run_mode::profile) profile();
+  }
+
+  /// Energy per run from the energy counter: over each pair of readings with
+  /// only measurement samples between them, the energy divided by the runs'
+  /// worth of time in that span (a run that straddles a reading counts by
+  /// the fraction of it inside).
+  void energy() {
+    if (!m_r.conditions.gpu || m_r.samples.empty()) return;
+    const auto readings =
+        m_env.between(m_r.samples.front().time.start_ns, m_r.samples.back().time.end_ns);
+    double joules = 0;
+    double runs = 0;
+    const telemetry::gpu_sample* previous = nullptr;
+    std::size_t first = 0;  // first sample that may overlap the current span
+    for (const auto& t : readings) {
+      if (!t.energy_mj.ok()) continue;
+      if (previous != nullptr) {
+        const std::int64_t from = previous->time_ns;
+        const std::int64_t to = t.time_ns;
+        double worth = 0;
+        bool steady = true;  // a warm-up, a release or a sleep between: not steady running
+        while (first < m_r.samples.size() && m_r.samples[first].time.end_ns <= from) ++first;
+        for (std::size_t i = first; i < m_r.samples.size(); ++i) {
+          const timing& run = m_r.samples[i].time;
+          if (run.start_ns >= to) break;
+          if (m_r.samples[i].phase != sample_phase::measure) steady = false;
+          const std::int64_t inside = std::min(run.end_ns, to) - std::max(run.start_ns, from);
+          if (run.end_ns > run.start_ns && inside > 0) {
+            worth += static_cast<double>(inside) / static_cast<double>(run.end_ns - run.start_ns);
+          }
+        }
+        if (steady && worth > 0 && t.energy_mj.value >= previous->energy_mj.value) {
+          joules += static_cast<double>(t.energy_mj.value - previous->energy_mj.value) / 1000.0;
+          runs += worth;
+        }
+      }
+      previous = &t;
+    }
+    if (runs > 0) m_r.energy_per_run_j = joules / runs;
+  }
+
+  void profile() {
+    profile_result p;
+    std::vector<double> temps;
+    std::vector<double> clocks;
+    std::vector<double> latencies_t;
+    std::vector<double> latencies_c;
+    for (const auto& s : m_r.samples) {
+      if (s.phase != sample_phase::measure || !s.kept) continue;
+      if (s.conditions.temp_c) {
+        temps.push_back(*s.conditions.temp_c);
+        latencies_t.push_back(s.time.latency_ms);
+      }
+      if (s.conditions.sm_clock_mhz) {
+        clocks.push_back(*s.conditions.sm_clock_mhz);
+        latencies_c.push_back(s.time.latency_ms);
+      }
+    }
+    p.by_temperature = buckets(temps, latencies_t, m_o.profile_temp_bucket_c, false);
+    p.by_clock = buckets(clocks, latencies_c, m_o.profile_clock_bucket_mhz, true);
+    if (p.by_temperature.size() >= 2) {
+      p.derate = p.by_temperature.back().median_ms / p.by_temperature.front().median_ms - 1;
+    }
+    try {
+      if (temps.size() >= 3) {
+        p.ms_per_c = stats::fit_latency_on_temperature(temps, latencies_t).latency_per_c;
+      }
+      if (clocks.size() >= 3) {
+        p.pct_per_100mhz = stats::fit_latency_on_clock(clocks, latencies_c).percent_per_100mhz;
+      }
+    } catch (const invalid_argument&) {
+      // One temperature or one clock throughout: no slope to fit.
+    }
+    m_r.profile = std::move(p);
+  }
+
+  /// Buckets of `width` over x; vs_coolest relative to the first bucket
+  /// (lowest temperature) or, for clocks, the last (highest clock).
+  static std::vector<profile_bucket> buckets(const std::vector<double>& x,
+                                             const std::vector<double>& y, double width,
+                                             bool relative_to_last) {
+    std::map<long long, std::vector<double>> groups;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      groups[static_cast<long long>(std::floor(x[i] / width))].push_back(y[i]);
+    }
+    std::vector<profile_bucket> out;
+    for (auto& [index, values] : groups) {
+      profile_bucket b;
+      b.from = static_cast<double>(index) * width;
+      b.to = b.from + width;
+      b.count = static_cast<int>(values.size());
+      b.median_ms = stats::median(values);
+      out.push_back(b);
+    }
+    if (!out.empty()) {
+      const double reference = relative_to_last ? out.back().median_ms : out.front().median_ms;
+      for (auto& b : out) b.vs_coolest = b.median_ms / reference - 1;
+    }
+    return out;
+  }
+
+  static std::string format_c(double c) {
+    std::ostringstream s;
+    s << c << " C";
+    return s.str();
+  }
+
+  void say(const std::string& line) {
+    if (m_progress) m_progress(line);
+  }
+
+  workload& m_w;
+  environment& m_env;
+  const protocol_options& m_o;
+  const progress_fn& m_progress;
+  run_result m_r;
+  throttle_action m_action = throttle_action::discard;
+  double m_max_temp = 80;
+  std::optional<unsigned> m_max_clock;
+  std::int64_t m_start_ns = 0;
+  std::int64_t m_measure_start_ns = 0;
+  int m_next_ci_check = 0;
+  std::vector<double> m_kept;
+  std::optional<telemetry::clock_reason_counters> m_last_counters;
+  std::optional<telemetry::clock_reason_counters> m_burst_counters;
+};
+
+template <class E>
+E parse_enum(const std::string& text, std::initializer_list<std::pair<const char*, E>> names,
+             const char* what) {
+  std::string valid;
+  for (const auto& [name, value] : names) {
+    if (text == name) return value;
+    valid += (valid.empty() ? "" : ", ") + std::string(name);
+  }
+  throw invalid_argument("unknown " + std::string(what) + " '" + text + "'; use one of: " + valid);
+}
+
+}  // namespace
+
+std::string to_string(run_mode mode) {
+  switch (mode) {
+    case run_mode::cold: return "cold";
+    case run_mode::sustained: return "sustained";
+    case run_mode::profile: return "profile";
+  }
+  return "?";
+}
+
+std::string to_string(sampling_policy policy) {
+  switch (policy) {
+    case sampling_policy::naive: return "naive";
+    case sampling_policy::fixed_sleep: return "fixed-sleep";
+    case sampling_policy::clock_discard: return "clock-discard";
+    case sampling_policy::coolbench: return "coolbench";
+  }
+  return "?";
+}
+
+std::string to_string(throttle_action action) {
+  return action == throttle_action::discard ? "discard" : "label";
+}
+
+run_mode parse_run_mode(const std::string& text) {
+  return parse_enum<run_mode>(text,
+                              {{"cold", run_mode::cold},
+                               {"sustained", run_mode::sustained},
+                               {"profile", run_mode::profile}},
+                              "mode");
+}
+
+sampling_policy parse_sampling_policy(const std::string& text) {
+  return parse_enum<sampling_policy>(text,
+                                     {{"naive", sampling_policy::naive},
+                                      {"fixed-sleep", sampling_policy::fixed_sleep},
+                                      {"clock-discard", sampling_policy::clock_discard},
+                                      {"coolbench", sampling_policy::coolbench}},
+                                     "policy");
+}
+
+throttle_action parse_throttle_action(const std::string& text) {
+  return parse_enum<throttle_action>(
+      text, {{"discard", throttle_action::discard}, {"label", throttle_action::label}},
+      "throttle action");
+}
+
+void validate(const protocol_options& o) {
+  const auto require = [](bool ok, const std::string& what) {
+    if (!ok) throw invalid_argument(what);
+  };
+  require(o.min_samples >= 1, "--min-samples must be at least 1");
+  require(o.max_samples >= o.min_samples, "--min-samples (" + std::to_string(o.min_samples) +
+                                              ") is above --max-samples (" +
+                                              std::to_string(o.max_samples) + ")");
+  require(o.min_time.count() >= 0, "--min-time must not be negative");
+  require(o.max_time > milliseconds(0), "--max-time must be positive");
+  require(o.max_time >= o.min_time, "--min-time (" + std::to_string(o.min_time.count()) +
+                                        " ms) is above --max-time (" +
+                                        std::to_string(o.max_time.count()) + " ms)");
+  require(o.rel_ci > 0 && o.rel_ci < 1, "--rel-ci must be in (0, 1), e.g. 0.005 for 0.5%");
+  require(o.ci_level > 0.5 && o.ci_level < 1, "the CI level must be in (0.5, 1)");
+  require(o.clock_fraction > 0 && o.clock_fraction <= 1, "the clock fraction must be in (0, 1]");
+  require(o.discard_clock_fraction > 0 && o.discard_clock_fraction <= 1,
+          "the discard clock fraction must be in (0, 1]");
+  require(o.gate_timeout > milliseconds(0), "--gate-timeout must be positive");
+  require(!o.max_temp_c || *o.max_temp_c > o.target_temp_c,
+          "--max-temp must be above --target-temp");
+  require(o.warmup_min_runs >= 0 && o.warmup_window >= 1, "warm-up counts must be positive");
+  require(o.repeats_to_cooldown >= 1, "repeats to cool-down must be at least 1");
+  require(o.profile_temp_bucket_c > 0 && o.profile_clock_bucket_mhz > 0,
+          "profile bucket widths must be positive");
+}
+
+run_result measure(workload& w, environment& env, const protocol_options& options,
+                   const progress_fn& progress) {
+  validate(options);
+  return runner(w, env, options, progress).run();
+}
+
+}  // namespace coolbench::measure

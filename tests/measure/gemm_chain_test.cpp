@@ -1,0 +1,222 @@
+// GEMM chains on a real GPU (label gpu; skipped without one): results against
+// a host reference, event timing, release and re-acquire, the heater, and the
+// bf16 8192^3 rate as a sanity check. Run on the GPU machine:
+//   ctest --test-dir build -L gpu -R 'gemm_chain|heater' -V
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "coolbench/device.hpp"
+#include "coolbench/measure.hpp"
+#include "measure/detail/gemm_chain.hpp"
+
+namespace coolbench::measure {
+namespace {
+
+using detail::gemm_matrix;
+using detail::read_gemm_matrix;
+
+#define SKIP_WITHOUT_GPU()                                          \
+  do {                                                              \
+    int count_ = 0;                                                 \
+    try {                                                           \
+      count_ = device::device::count();                             \
+    } catch (const error& e) {                                      \
+      GTEST_SKIP() << "no GPU here: " << e.what();                  \
+    }                                                               \
+    if (count_ == 0) GTEST_SKIP() << "no GPU here: CUDA sees none"; \
+  } while (false)
+
+// Equal up to fp16's rounding (the same algorithm is normally chosen again,
+// giving identical bits, but nothing promises it).
+void expect_same_result(const std::vector<float>& x, const std::vector<float>& y) {
+  ASSERT_EQ(x.size(), y.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    ASSERT_NEAR(x[i], y[i], 2e-3 * std::abs(x[i]) + 1e-3) << "element " << i;
+  }
+}
+
+// C = A·B on the host, in double, from the matrices the GPU holds.
+std::vector<double> reference(const gemm_chain_spec& s, const std::vector<float>& a,
+                              const std::vector<float>& b) {
+  std::vector<double> c(static_cast<std::size_t>(s.m * s.n));
+  for (std::int64_t i = 0; i < s.m; ++i) {
+    for (std::int64_t j = 0; j < s.n; ++j) {
+      double sum = 0;
+      for (std::int64_t p = 0; p < s.k; ++p) {
+        sum += static_cast<double>(a[static_cast<std::size_t>(i * s.k + p)]) *
+               static_cast<double>(b[static_cast<std::size_t>(p * s.n + j)]);
+      }
+      c[static_cast<std::size_t>(i * s.n + j)] = sum;
+    }
+  }
+  return c;
+}
+
+// The largest |C - reference| less `relative` * |reference|.
+void expect_close(const gemm_chain_spec& spec, workload& w, double relative, double absolute) {
+  const auto a = read_gemm_matrix(w, gemm_matrix::a);
+  const auto b = read_gemm_matrix(w, gemm_matrix::b);
+  const auto c = read_gemm_matrix(w, gemm_matrix::c);
+  // Seeded random inputs, never zero, in [-1, 1).
+  EXPECT_EQ(std::count(a.begin(), a.end(), 0.0F), 0);
+  EXPECT_EQ(std::count(b.begin(), b.end(), 0.0F), 0);
+  EXPECT_LE(*std::max_element(a.begin(), a.end()), 1.0F);
+  EXPECT_GE(*std::min_element(a.begin(), a.end()), -1.0F);
+  const auto ref = reference(spec, a, b);
+  double worst = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double excess =
+        std::abs(static_cast<double>(c[i]) - ref[i]) - relative * std::abs(ref[i]);
+    worst = std::max(worst, excess);
+    ASSERT_TRUE(std::isfinite(c[i])) << i;
+  }
+  std::printf("%s: largest error beyond %.0e relative: %.3g\n", to_string(spec).c_str(), relative,
+              worst);
+  EXPECT_LE(worst, absolute) << to_string(spec);
+}
+
+TEST(gemm_chain, fp32_matches_the_host_without_tf32) {
+  SKIP_WITHOUT_GPU();
+  // Sums of 256 products in [-1, 1): fp32 errs by about 1e-5 here, TF32 by
+  // several 1e-3, so 5e-4 tells them apart.
+  const gemm_chain_spec spec{.dtype = gemm_dtype::fp32, .m = 64, .n = 48, .k = 256, .count = 2};
+  auto w = make_gemm_chain(spec, 0);
+  (void)w->run();
+  expect_close(spec, *w, 0.0, 5e-4);
+  w->release();
+}
+
+TEST(gemm_chain, fp16_and_bf16_match_the_host_to_their_rounding) {
+  SKIP_WITHOUT_GPU();
+  // fp32 accumulation, then one rounding to the output type: 2^-11 (fp16) or
+  // 2^-8 (bf16) relative, with margin.
+  const gemm_chain_spec fp16{.dtype = gemm_dtype::fp16, .m = 80, .n = 72, .k = 256, .count = 3};
+  auto h = make_gemm_chain(fp16, 0);
+  (void)h->run();
+  expect_close(fp16, *h, 1e-3, 1e-3);
+  const gemm_chain_spec bf16{.dtype = gemm_dtype::bf16, .m = 64, .n = 128, .k = 96, .count = 1};
+  auto b = make_gemm_chain(bf16, 0);
+  (void)b->run();
+  expect_close(bf16, *b, 8e-3, 1e-3);
+}
+
+TEST(gemm_chain, event_latency_is_positive_consistent_and_within_the_host_time) {
+  SKIP_WITHOUT_GPU();
+  for (const auto dtype : {gemm_dtype::fp16, gemm_dtype::bf16, gemm_dtype::fp32}) {
+    const gemm_chain_spec spec{.dtype = dtype, .m = 256, .n = 512, .k = 384, .count = 8};
+    auto w = make_gemm_chain(spec, 0);
+    w->prepare();
+    (void)w->run();  // warm-up: the first run loads cuBLASLt's kernels
+    std::vector<double> ms;
+    for (int i = 0; i < 30; ++i) {
+      const timing t = w->run();
+      EXPECT_GT(t.latency_ms, 0.0);
+      EXPECT_GT(t.end_ns, t.start_ns);
+      // The events sit inside the host's window (1 us of slack for clock granularity).
+      EXPECT_LE(t.latency_ms, static_cast<double>(t.end_ns - t.start_ns) / 1e6 + 1e-3);
+      ms.push_back(t.latency_ms);
+    }
+    std::sort(ms.begin(), ms.end());
+    const double median = ms[ms.size() / 2];
+    std::printf("%s: median %.4f ms, min %.4f, max %.4f\n", to_string(spec).c_str(), median,
+                ms.front(), ms.back());
+    EXPECT_GT(ms.front(), median / 3) << to_string(spec);
+    EXPECT_LT(ms[ms.size() * 9 / 10], median * 3) << to_string(spec);
+  }
+}
+
+TEST(gemm_chain, release_lets_the_device_release_and_the_next_run_reacquires) {
+  SKIP_WITHOUT_GPU();
+  auto& gpu = device::device::get(0);
+  const gemm_chain_spec spec{.dtype = gemm_dtype::fp16, .m = 128, .n = 2304, .k = 768, .count = 4};
+  auto w = make_gemm_chain(spec, 0);
+  (void)w->run();
+  const auto first = read_gemm_matrix(*w, gemm_matrix::c);
+  EXPECT_GE(gpu.status().resources[static_cast<std::size_t>(device::resource_kind::blas_handle)],
+            5U);  // the handle, the matmul descriptor and three layouts
+  w->release();
+  EXPECT_EQ(gpu.status().resources[static_cast<std::size_t>(device::resource_kind::blas_handle)],
+            0U);
+  const auto report = gpu.release();
+  EXPECT_TRUE(report.released) << report.note;
+  EXPECT_TRUE(report.context_reset);
+  EXPECT_FALSE(gpu.status().context_active);
+
+  const timing again = w->run();  // prepares in a new context
+  EXPECT_GT(again.latency_ms, 0.0);
+  expect_same_result(read_gemm_matrix(*w, gemm_matrix::c), first);  // seeded inputs
+
+  // A device release while the chain is still prepared (this thread's lease
+  // does not block it): the next run rebuilds in the new context.
+  const auto second = gpu.release();
+  EXPECT_TRUE(second.released) << second.note;
+  EXPECT_GE(second.destroyed[static_cast<std::size_t>(device::resource_kind::blas_handle)], 5U);
+  EXPECT_GT(w->run().latency_ms, 0.0);
+  expect_same_result(read_gemm_matrix(*w, gemm_matrix::c), first);
+  w->release();
+  EXPECT_TRUE(gpu.release().released);
+}
+
+TEST(gemm_chain, bf16_8192_cubed_reaches_a_sensible_rate) {
+  SKIP_WITHOUT_GPU();
+  auto w = make_gemm_chain(default_heater_chain(), 0);
+  (void)w->run();  // warm-up
+  double best_ms = 1e30;
+  for (int i = 0; i < 5; ++i) best_ms = std::min(best_ms, w->run().latency_ms);
+  const double tflops = *w->flops() / (best_ms / 1e3) / 1e12;
+  std::printf("RECORD gemm bf16 8192^3 x4: best %.3f ms per chain, %.0f TFLOP/s\n", best_ms,
+              tflops);
+  EXPECT_GT(tflops, 300.0) << "an H200 does about 770";
+  w->release();
+  EXPECT_TRUE(device::device::get(0).release().released);
+}
+
+TEST(heater, heats_until_stopped_and_then_lets_the_device_go) {
+  SKIP_WITHOUT_GPU();
+  heater heat(0, {.dtype = gemm_dtype::bf16, .m = 2048, .n = 2048, .k = 2048, .count = 4});
+  heat.start();
+  EXPECT_TRUE(heat.running());
+  EXPECT_GE(heat.gemms(), 4U);  // start() returns after the first chain
+  EXPECT_THROW(heat.start(), invalid_argument);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto before_stop = std::chrono::steady_clock::now();
+  const std::uint64_t gemms = heat.stop();
+  const double stop_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - before_stop)
+          .count();
+  std::printf("RECORD heater: %llu GEMMs of 2048^3 in 0.3 s, stop took %.1f ms\n",
+              static_cast<unsigned long long>(gemms), stop_ms);
+  EXPECT_FALSE(heat.running());
+  EXPECT_GT(gemms, 4U);
+  EXPECT_EQ(gemms % 4, 0U);
+  EXPECT_LT(stop_ms, 500.0);
+  EXPECT_EQ(heat.stop(), gemms);  // a second stop does nothing
+  // The heater's lease and resources are gone: nothing refuses the release.
+  const auto report = device::device::get(0).release();
+  EXPECT_TRUE(report.released) << report.note;
+
+  // Again, with the default chain, for a duration.
+  heater big(0);
+  const std::uint64_t ran = big.run_for(std::chrono::milliseconds(500));
+  std::printf("RECORD heater: %llu GEMMs of bf16 8192^3 in 0.5 s\n",
+              static_cast<unsigned long long>(ran));
+  EXPECT_GE(ran, 4U);
+  EXPECT_TRUE(device::device::get(0).release().released);
+}
+
+TEST(heater, a_device_that_does_not_exist_fails_start) {
+  SKIP_WITHOUT_GPU();
+  heater heat(device::device::count() + 3, {.dtype = gemm_dtype::fp16, .m = 8, .n = 8, .k = 8});
+  EXPECT_THROW(heat.start(), error);
+  EXPECT_FALSE(heat.running());
+}
+
+}  // namespace
+}  // namespace coolbench::measure

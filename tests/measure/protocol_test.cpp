@@ -1,0 +1,238 @@
+// The protocol on a simulated GPU (sim_gpu.hpp): gating, bursts, throttle
+// handling, stopping, the modes and the baselines, interrupts. The property
+// the product exists for is checked directly: the coolbench policy gives the
+// same figure from a hot start as from a cold one, a plain loop does not.
+#include "coolbench/measure/protocol.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "measure/sim_gpu.hpp"
+
+namespace coolbench::measure {
+namespace {
+
+using namespace std::chrono_literals;
+
+protocol_options quick_options() {
+  protocol_options o;
+  o.min_time = 200ms;
+  o.max_time = 60s;
+  o.rel_ci = 0.002;
+  return o;
+}
+
+run_result run_sim(sim::gpu& g, const protocol_options& o, int interrupt_after = -1) {
+  sim::workload w(g);
+  sim::environment env(g);
+  env.interrupt_after = interrupt_after;
+  return measure(w, env, o);
+}
+
+double relative_difference(double a, double b) { return std::abs(a - b) / b; }
+
+TEST(Protocol, LatencyBoundColdRunConvergesInOneBurst) {
+  sim::gpu g({});
+  const run_result r = run_sim(g, quick_options());
+  EXPECT_TRUE(r.complete) << r.error;
+  EXPECT_TRUE(r.converged) << r.stop_reason;
+  EXPECT_EQ(r.stop_reason, "converged");
+  EXPECT_EQ(r.bursts, 1);
+  EXPECT_EQ(r.discarded, 0);
+  EXPECT_NEAR(r.summary.median_ms, 0.4, 1e-9);
+  ASSERT_TRUE(r.median_ci);
+  EXPECT_LE(r.median_ci->first, r.summary.median_ms);
+  EXPECT_GE(r.median_ci->second, r.summary.median_ms);
+  EXPECT_GT(r.warmup_runs, 0);
+  // Released before measuring and at the end: the GPU is handed back.
+  EXPECT_GE(g.device_releases, 2);
+  EXPECT_EQ(g.prepares, g.releases);
+}
+
+TEST(Protocol, PowerBoundColdRunMeasuresInBurstsAndDiscardsCappedSamples) {
+  sim::gpu_model m;
+  m.power_bound = true;
+  m.base_ms = 5;  // a long GEMM chain: the cap bites within a dozen runs
+  m.heat_c_per_s = 5;
+  sim::gpu g(m);
+  protocol_options o = quick_options();
+  o.min_samples = 60;
+  const run_result r = run_sim(g, o);
+  EXPECT_TRUE(r.complete) << r.error;
+  EXPECT_GT(r.bursts, 1);
+  EXPECT_GT(r.discarded, 0);
+  // Every kept sample ran at the full clock: the cold figure.
+  EXPECT_NEAR(r.summary.median_ms, 5.0, 1e-9);
+  EXPECT_NEAR(r.summary.max_ms, 5.0, 1e-9);
+  for (const auto& s : r.samples) {
+    if (s.kept) {
+      EXPECT_FALSE(s.throttled) << s.throttle_reason;
+    }
+  }
+  EXPECT_FALSE(r.discarded_by_reason.empty());
+}
+
+TEST(Protocol, HotStartGivesTheColdFigureAndANaiveLoopDoesNot) {
+  sim::gpu_model m;
+  m.heat_c_per_s = 2;
+  m.derate_from_c = 50;
+  m.derate_per_c = 0.01;
+  protocol_options o = quick_options();
+
+  sim::gpu cold(m);
+  const run_result from_cold = run_sim(cold, o);
+  m.start_c = 75;
+  sim::gpu hot(m);
+  const run_result from_hot = run_sim(hot, o);
+  EXPECT_GT(from_hot.seconds_gating, 1.0);
+  EXPECT_LE(relative_difference(from_hot.summary.median_ms, from_cold.summary.median_ms), 0.003);
+
+  o.policy = sampling_policy::naive;
+  sim::gpu naive_hot(m);
+  const run_result naive = run_sim(naive_hot, o);
+  EXPECT_GT(relative_difference(naive.summary.median_ms, from_cold.summary.median_ms), 0.05);
+  EXPECT_EQ(naive.discarded, 0);  // a plain loop keeps everything
+  EXPECT_DOUBLE_EQ(naive.seconds_gating, 0);
+}
+
+TEST(Protocol, GateTimesOutWithAClearMessage) {
+  sim::gpu_model m;
+  m.ambient_c = 60;
+  m.start_c = 60;
+  sim::gpu g(m);
+  protocol_options o = quick_options();
+  o.gate_timeout = 3s;
+  const run_result r = run_sim(g, o);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.stop_reason, "gate time-out");
+  EXPECT_NE(r.error.find("--target-temp"), std::string::npos) << r.error;
+  EXPECT_GE(r.seconds_gating, 3.0);
+}
+
+TEST(Protocol, InterruptKeepsWhatWasMeasuredAndReleases) {
+  sim::gpu g({});
+  const run_result r = run_sim(g, quick_options(), 100);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.stop_reason, "interrupted");
+  EXPECT_GT(r.summary.count, 0);
+  EXPECT_GE(g.device_releases, 2);
+  EXPECT_EQ(g.prepares, g.releases);
+}
+
+TEST(Protocol, StopsAtMaxSamplesWhenTheCiCannotBeMet) {
+  sim::gpu g({});
+  protocol_options o = quick_options();
+  o.min_time = 0ms;
+  o.max_samples = 40;
+  o.min_samples = 40;
+  o.rel_ci = 1e-9;
+  const run_result r = run_sim(g, o);
+  EXPECT_EQ(r.summary.count, 40);
+  // Identical latencies: the CI is a point, so even 1e-9 is met.
+  EXPECT_TRUE(r.stop_reason == "converged" || r.stop_reason == "max samples") << r.stop_reason;
+}
+
+TEST(Protocol, SustainedSoaksThenLabelsThrottledSamples) {
+  sim::gpu_model m;
+  m.heat_c_per_s = 8;
+  m.steady_c = 70;
+  m.derate_from_c = 60;
+  sim::gpu g(m);
+  protocol_options o = quick_options();
+  o.mode = run_mode::sustained;
+  o.soak_window = 2s;
+  o.max_temp_c = 85;
+  const run_result r = run_sim(g, o);
+  EXPECT_TRUE(r.complete) << r.error;
+  EXPECT_EQ(r.discarded, 0);
+  ASSERT_TRUE(r.throttled_summary);
+  EXPECT_GT(r.summary.median_ms, 0.4 * 1.02);  // the equilibrium is slower
+  ASSERT_TRUE(r.temp_range_c);
+  EXPECT_GE(r.temp_range_c->first, 68);
+}
+
+TEST(Protocol, ProfileTablesShowTheDerate) {
+  sim::gpu_model m;
+  m.heat_c_per_s = 10;
+  m.steady_c = 75;
+  m.derate_from_c = 45;
+  m.derate_per_c = 0.005;
+  sim::gpu g(m);
+  protocol_options o = quick_options();
+  o.mode = run_mode::profile;
+  o.profile_time = 10s;
+  const run_result r = run_sim(g, o);
+  EXPECT_TRUE(r.complete) << r.error;
+  ASSERT_TRUE(r.profile);
+  EXPECT_GE(r.profile->by_temperature.size(), 3U);
+  EXPECT_GT(r.profile->derate, 0.05);
+  ASSERT_TRUE(r.profile->ms_per_c);
+  EXPECT_GT(*r.profile->ms_per_c, 0);
+  ASSERT_TRUE(r.profile->pct_per_100mhz);
+  EXPECT_LT(*r.profile->pct_per_100mhz, 0);  // faster clock, lower latency
+}
+
+TEST(Protocol, ClockDiscardDropsSlowClockSamplesAndSleeps) {
+  sim::gpu_model m;
+  m.power_bound = true;
+  m.cap_clock_fraction = 0.7;  // below nvbench's 75 %
+  m.base_ms = 5;
+  sim::gpu g(m);
+  protocol_options o = quick_options();
+  o.policy = sampling_policy::clock_discard;
+  o.max_time = 5s;
+  const run_result r = run_sim(g, o);
+  EXPECT_GT(r.discarded, 0);
+  for (const auto& s : r.samples) {
+    if (s.kept && s.conditions.sm_clock_mhz) {
+      EXPECT_GE(*s.conditions.sm_clock_mhz, 0.75 * 1980);
+    }
+  }
+}
+
+TEST(Protocol, FixedSleepSleepsBetweenGroups) {
+  sim::gpu g({});
+  protocol_options o = quick_options();
+  o.policy = sampling_policy::fixed_sleep;
+  o.repeats_to_cooldown = 10;
+  o.cooldown_interval = 100ms;
+  o.min_samples = 50;
+  o.max_samples = 50;
+  const run_result r = run_sim(g, o);
+  EXPECT_EQ(r.summary.count, 50);
+  // 5 sleeps of 100 ms at least.
+  EXPECT_GE(r.seconds_total, 0.5);
+}
+
+TEST(Protocol, EnergyPerRunFromTheCounter) {
+  sim::gpu_model m;
+  m.base_ms = 1;
+  sim::gpu g(m);
+  const run_result r = run_sim(g, quick_options());
+  ASSERT_TRUE(r.energy_per_run_j);
+  // 400 W for 1 ms, plus the host gaps at idle power.
+  EXPECT_NEAR(*r.energy_per_run_j, 0.4, 0.01);
+}
+
+TEST(Protocol, ImpossibleOptionsAreRefused) {
+  sim::gpu g({});
+  protocol_options o;
+  o.min_samples = 100;
+  o.max_samples = 10;
+  EXPECT_THROW((void)run_sim(g, o), invalid_argument);
+  o = {};
+  o.min_time = 10s;
+  o.max_time = 1s;
+  EXPECT_THROW((void)run_sim(g, o), invalid_argument);
+  o = {};
+  o.max_temp_c = 40;
+  o.target_temp_c = 45;
+  EXPECT_THROW((void)run_sim(g, o), invalid_argument);
+  EXPECT_THROW((void)parse_run_mode("warm"), invalid_argument);
+  EXPECT_EQ(parse_sampling_policy("fixed-sleep"), sampling_policy::fixed_sleep);
+}
+
+}  // namespace
+}  // namespace coolbench::measure

@@ -1,0 +1,225 @@
+// A simulated GPU for the protocol's tests, on a virtual clock: it heats while
+// work runs and cools while idle (first-order, toward ambient), a
+// power-bound workload hits the power cap after 60 ms of continuous running
+// (FACTS-H200.md §2) and the clock falls, and past a temperature the clock
+// derates. Latency follows the clock. Telemetry is read on a fixed grid like
+// the sampler's. Everything is deterministic.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "coolbench/measure/protocol.hpp"
+#include "coolbench/telemetry/clock_reasons.hpp"
+
+namespace coolbench::measure::sim {
+
+struct gpu_model {
+  double ambient_c = 35;      ///< where it cools to
+  double start_c = 38;        ///< temperature at t = 0
+  double heat_c_per_s = 0;    ///< rise while running (latency-bound: ~0)
+  double steady_c = 80;       ///< running does not heat beyond this
+  double cool_tau_s = 4;      ///< time constant of cooling while idle
+  double base_ms = 0.4;       ///< latency at the maximum clock, cold
+  unsigned max_clock = 1980;  ///< MHz
+  bool power_bound = false;   ///< the cap bites after cap_after_ms of running
+  double cap_after_ms = 60;
+  double cap_clock_fraction = 0.85;
+  double derate_from_c = 60;    ///< thermal derating of the clock starts here
+  double derate_per_c = 0.004;  ///< fraction of the clock lost per °C above
+  double host_gap_ms = 0.01;    ///< host time between runs
+  std::int64_t period_ns = 20'000'000;
+  double idle_w = 80, busy_w = 400;
+};
+
+/// The simulated GPU and its clock; the workload and the environment share it.
+class gpu {
+ public:
+  explicit gpu(gpu_model model) : m(model), m_temp(model.start_c) { snapshot(); }
+
+  gpu_model m;
+
+  [[nodiscard]] std::int64_t now() const { return m_now; }
+  [[nodiscard]] double temp() const { return m_temp; }
+  int prepares = 0;
+  int releases = 0;
+  int device_releases = 0;
+
+  [[nodiscard]] unsigned clock() const {
+    double c = m.max_clock;
+    if (m.power_bound && m_running_ms >= m.cap_after_ms) c *= m.cap_clock_fraction;
+    if (m_temp > m.derate_from_c)
+      c *= std::max(0.5, 1 - m.derate_per_c * (m_temp - m.derate_from_c));
+    return static_cast<unsigned>(c);
+  }
+
+  [[nodiscard]] std::uint64_t reasons() const {
+    std::uint64_t r = 0;
+    if (m.power_bound && m_running_ms >= m.cap_after_ms) {
+      r |= static_cast<std::uint64_t>(telemetry::clock_reason::sw_power_cap);
+    }
+    if (m_temp > m.derate_from_c)
+      r |= static_cast<std::uint64_t>(telemetry::clock_reason::sw_thermal);
+    return r;
+  }
+
+  /// One run: latency from the clock at its start; heats; returns the timing.
+  timing run() {
+    idle_for(m.host_gap_ms);
+    timing t;
+    t.start_ns = m_now;
+    const double ms = m.base_ms * m.max_clock / clock();
+    advance(ms, true);
+    t.end_ns = m_now;
+    t.latency_ms = ms;
+    return t;
+  }
+
+  void idle_for(double ms) { advance(ms, false); }
+
+  /// Telemetry on the grid k * period_ns within [from, to] (and <= now).
+  [[nodiscard]] std::vector<telemetry::gpu_sample> between(std::int64_t from,
+                                                           std::int64_t to) const {
+    std::vector<telemetry::gpu_sample> out;
+    const std::int64_t last = std::min(to, m_now);
+    for (std::int64_t t =
+             std::max<std::int64_t>(0, (from + m.period_ns - 1) / m.period_ns) * m.period_ns;
+         t <= last; t += m.period_ns) {
+      out.push_back(at(t));
+    }
+    return out;
+  }
+
+  [[nodiscard]] telemetry::gpu_sample latest() const {
+    return at(m_now / m.period_ns * m.period_ns);
+  }
+
+ private:
+  struct state {
+    std::int64_t time;
+    double temp;
+    unsigned clock;
+    std::uint64_t reasons;
+    double power;
+    double energy_mj;
+    double cap_ns;
+  };
+
+  void advance(double ms, bool running) {
+    // In small steps so the cap and the temperature change inside long idles.
+    while (ms > 0) {
+      const double step = std::min(ms, 5.0);
+      if (running) {
+        m_running_ms += step;
+        m_temp = std::min(m.steady_c, m_temp + m.heat_c_per_s * step / 1000);
+        if (reasons() & static_cast<std::uint64_t>(telemetry::clock_reason::sw_power_cap)) {
+          m_cap_ns += step * 1e6;
+        }
+      } else {
+        if (step > 1) m_running_ms = 0;  // an idle gap resets the power average
+        m_temp = m.ambient_c + (m_temp - m.ambient_c) * std::exp(-step / 1000 / m.cool_tau_s);
+      }
+      m_energy_mj += (running ? m.busy_w : m.idle_w) * step;  // W * ms = mJ
+      m_now += static_cast<std::int64_t>(step * 1e6);
+      ms -= step;
+      snapshot(running);
+    }
+  }
+
+  void snapshot(bool running = false) {
+    m_history.push_back(
+        {m_now, m_temp, clock(), reasons(), running ? m.busy_w : m.idle_w, m_energy_mj, m_cap_ns});
+  }
+
+  [[nodiscard]] telemetry::gpu_sample at(std::int64_t t) const {
+    // The last state at or before t.
+    auto it = std::upper_bound(m_history.begin(), m_history.end(), t,
+                               [](std::int64_t x, const state& s) { return x < s.time; });
+    const state& s = it == m_history.begin() ? m_history.front() : *std::prev(it);
+    telemetry::gpu_sample g;
+    g.time_ns = t;
+    g.temp_gpu_c = telemetry::reading<int>::of(static_cast<int>(std::lround(s.temp)));
+    g.clock_sm_mhz = telemetry::reading<unsigned>::of(s.clock);
+    g.clock_reasons = telemetry::reading<std::uint64_t>::of(s.reasons);
+    g.power_w = telemetry::reading<double>::of(s.power);
+    g.energy_mj = telemetry::reading<std::uint64_t>::of(static_cast<std::uint64_t>(s.energy_mj));
+    g.reason_counters.sw_power_cap_ns =
+        telemetry::reading<std::uint64_t>::of(static_cast<std::uint64_t>(s.cap_ns));
+    g.reason_counters.sw_thermal_ns = telemetry::reading<std::uint64_t>::of(0);
+    return g;
+  }
+
+  std::int64_t m_now = 0;
+  double m_temp;
+  double m_running_ms = 0;
+  double m_energy_mj = 0;
+  double m_cap_ns = 0;
+  std::vector<state> m_history;
+};
+
+class workload final : public measure::workload {
+ public:
+  explicit workload(gpu& g) : m_gpu(g) {}
+  std::string describe() const override { return "simulated"; }
+  std::optional<int> device() const override { return 0; }
+  void prepare() override {
+    if (!m_prepared) ++m_gpu.prepares;
+    m_prepared = true;
+  }
+  timing run() override {
+    prepare();
+    return m_gpu.run();
+  }
+  void release() override {
+    if (m_prepared) ++m_gpu.releases;
+    m_prepared = false;
+  }
+
+ private:
+  gpu& m_gpu;
+  bool m_prepared = false;
+};
+
+class environment final : public measure::environment {
+ public:
+  explicit environment(gpu& g) : m_gpu(g) {
+    m_identity.name = "Simulated H200";
+    m_identity.clock_sm_max_mhz = telemetry::reading<unsigned>::of(g.m.max_clock);
+    m_identity.temp_slowdown_c = telemetry::reading<int>::of(89);
+  }
+  std::int64_t now_ns() override { return m_gpu.now(); }
+  void sleep_for(std::chrono::nanoseconds d) override {
+    m_gpu.idle_for(static_cast<double>(d.count()) / 1e6);
+  }
+  run_conditions conditions() override {
+    run_conditions c;
+    c.gpu = m_identity;
+    return c;
+  }
+  std::optional<telemetry::gpu_sample> latest() override { return m_gpu.latest(); }
+  std::vector<telemetry::gpu_sample> between(std::int64_t from, std::int64_t to) override {
+    return m_gpu.between(from, to);
+  }
+  std::chrono::nanoseconds telemetry_period() const override {
+    return std::chrono::nanoseconds(m_gpu.m.period_ns);
+  }
+  std::string release_device() override {
+    ++m_gpu.device_releases;
+    m_gpu.idle_for(80);  // a release costs about 80 ms (docs/perf/release.md)
+    return "release: simulated";
+  }
+  bool interrupted() override { return interrupt_after >= 0 && ++m_polls > interrupt_after; }
+
+  int interrupt_after = -1;  ///< polls before interrupted() turns true; -1 never
+
+ private:
+  gpu& m_gpu;
+  telemetry::gpu_identity m_identity;
+  int m_polls = 0;
+};
+
+}  // namespace coolbench::measure::sim
