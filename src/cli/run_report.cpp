@@ -52,6 +52,8 @@ nlohmann::json options_json(const measure::protocol_options& o) {
           {"min_time_ms", ms(o.min_time)},
           {"max_time_ms", ms(o.max_time)},
           {"max_burst_ms", ms(o.max_burst)},
+          {"sensor_lag_ms", ms(o.sensor_lag)},
+          {"step_threshold", o.step_threshold},
           {"soak_window_ms", ms(o.soak_window)},
           {"profile_time_ms", ms(o.profile_time)},
           {"cooldown_interval_ms", ms(o.cooldown_interval)},

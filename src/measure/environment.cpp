@@ -44,6 +44,10 @@ class gpu_environment final : public host_environment {
         m_sampler(telemetry::make_gpu_source(ordinal),
                   {.period = period, .slow_period = std::chrono::milliseconds(200)}) {
     m_sampler.start();
+    // The protocol's first gate needs a temperature: wait for the first read.
+    for (int i = 0; i < 200 && !m_sampler.latest(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   }
 
   run_conditions conditions() override {

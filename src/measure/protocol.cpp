@@ -290,6 +290,28 @@ class runner {
       m_env.sleep_for(milliseconds(200));
       t = temperature();
     }
+    // The power controller keeps its average (and the cap bit) for a while
+    // after heavy work: a burst started before it clears is capped at once.
+    const std::int64_t released = m_env.now_ns();
+    for (;;) {
+      const auto s = m_env.latest();
+      const bool fresh = s && s->time_ns >= released;
+      if (!s ||
+          (fresh && !(s->clock_reasons.ok() && telemetry::is_throttling(s->clock_reasons.value)))) {
+        break;
+      }
+      if (m_env.interrupted()) throw stop_run{"interrupted", ""};
+      if (m_env.now_ns() - began > to_ns(m_o.gate_timeout)) {
+        m_r.seconds_gating += seconds_between(began, m_env.now_ns());
+        throw stop_run{"gate time-out",
+                       "the GPU still reports throttling (" +
+                           telemetry::clock_reasons_short(s->clock_reasons.value) +
+                           ") with nothing running: raise --gate-timeout, or check `coolbench "
+                           "who` for another process"};
+      }
+      m_env.sleep_for(m_env.telemetry_period().count() > 0 ? m_env.telemetry_period()
+                                                           : nanoseconds(milliseconds(20)));
+    }
     m_r.seconds_gating += seconds_between(began, m_env.now_ns());
     m_w.prepare();
     if (full_warmup) {
@@ -395,7 +417,17 @@ class runner {
       std::string ended;
       while (ended.empty()) {
         take(sample_phase::measure, burst);
-        if (should_stop()) return;
+        if (should_stop()) {
+          // NVML reports late: before trusting the last samples, wait out
+          // the lag and look at the telemetry once more.
+          m_env.sleep_for(m_o.sensor_lag);
+          ended = state_change_since(burst_start, first);
+          if (ended.empty() || m_r.stop_reason != "converged") return;
+          m_r.stop_reason.clear();
+          m_r.converged = false;
+          m_next_ci_check = 0;
+          break;
+        }
         ended = state_change_since(burst_start, first);
         if (ended.empty() && m_env.now_ns() - burst_start > to_ns(m_o.max_burst)) {
           ended = "longest burst";
@@ -408,10 +440,9 @@ class runner {
   }
 
   /// Looks at the telemetry read since the burst began; on a change, marks
-  /// the burst's samples that ran within a telemetry period before it and
-  /// returns what changed.
+  /// the samples it may have touched (see first_touched) and returns what
+  /// changed.
   std::string state_change_since(std::int64_t burst_start, std::size_t first) {
-    const std::int64_t period = m_env.telemetry_period().count();
     for (const auto& t : m_env.between(burst_start, m_env.now_ns())) {
       sample_conditions c;
       if (t.clock_reasons.ok()) c.reasons = t.clock_reasons.value;
@@ -426,16 +457,42 @@ class runner {
       }
       if (t.reason_counters.sw_power_cap_ns.ok()) m_burst_counters = t.reason_counters;
       if (!why.empty()) {
-        for (std::size_t i = first; i < m_r.samples.size(); ++i) {
-          if (m_r.samples[i].time.end_ns >= t.time_ns - period) {
-            throttled_after_the_fact(m_r.samples[i], why);
-          }
+        for (std::size_t i = first_touched(first, t.time_ns); i < m_r.samples.size(); ++i) {
+          throttled_after_the_fact(m_r.samples[i], why);
         }
         m_burst_counters.reset();
         return why;
       }
     }
     return {};
+  }
+
+  /// The first sample of the burst (which began at `first`) that a change
+  /// NVML reported at `reported_ns` may have touched. NVML reports late, so
+  /// the latency locates the change: the first sample within sensor_lag
+  /// before the report that is step_threshold slower than the burst's first
+  /// samples. Without such a step, the samples within one telemetry period.
+  std::size_t first_touched(std::size_t first, std::int64_t reported_ns) {
+    const std::int64_t period = m_env.telemetry_period().count();
+    std::size_t by_period = m_r.samples.size();
+    for (std::size_t i = first; i < m_r.samples.size(); ++i) {
+      if (m_r.samples[i].time.end_ns >= reported_ns - period) {
+        by_period = i;
+        break;
+      }
+    }
+    std::vector<double> head;
+    for (std::size_t i = first; i < m_r.samples.size() && head.size() < 8; ++i) {
+      head.push_back(m_r.samples[i].time.latency_ms);
+    }
+    if (head.empty()) return by_period;
+    const double baseline = stats::median(head);
+    for (std::size_t i = first; i < by_period; ++i) {
+      const auto& s = m_r.samples[i];
+      if (s.time.end_ns < reported_ns - to_ns(m_o.sensor_lag)) continue;
+      if (s.time.latency_ms > baseline * (1 + m_o.step_threshold)) return i;
+    }
+    return by_period;
   }
 
   /// Sustained: heat-soak until the temperature is steady, then measure at
@@ -745,6 +802,8 @@ void validate(const protocol_options& o) {
   require(o.discard_clock_fraction > 0 && o.discard_clock_fraction <= 1,
           "the discard clock fraction must be in (0, 1]");
   require(o.gate_timeout > milliseconds(0), "--gate-timeout must be positive");
+  require(o.sensor_lag.count() >= 0, "the sensor lag must not be negative");
+  require(o.step_threshold > 0, "the latency step threshold must be positive");
   require(!o.max_temp_c || *o.max_temp_c > o.target_temp_c,
           "--max-temp must be above --target-temp");
   require(o.warmup_min_runs >= 0 && o.warmup_window >= 1, "warm-up counts must be positive");

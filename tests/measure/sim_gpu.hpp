@@ -33,6 +33,9 @@ struct gpu_model {
   double derate_per_c = 0.004;  ///< fraction of the clock lost per °C above
   double host_gap_ms = 0.01;    ///< host time between runs
   std::int64_t period_ns = 20'000'000;
+  /// NVML reports the state this late (the H200's power cap showed 8 to
+  /// 60 ms after the latency rose).
+  std::int64_t report_lag_ns = 0;
   double idle_w = 80, busy_w = 400;
 };
 
@@ -136,8 +139,9 @@ class gpu {
   }
 
   [[nodiscard]] telemetry::gpu_sample at(std::int64_t t) const {
-    // The last state at or before t.
-    auto it = std::upper_bound(m_history.begin(), m_history.end(), t,
+    // The last state at or before t, as reported report_lag_ns late.
+    const std::int64_t seen = t - m.report_lag_ns;
+    auto it = std::upper_bound(m_history.begin(), m_history.end(), seen,
                                [](std::int64_t x, const state& s) { return x < s.time; });
     const state& s = it == m_history.begin() ? m_history.front() : *std::prev(it);
     telemetry::gpu_sample g;
