@@ -599,10 +599,10 @@ class runner {
     if (m_o.policy == sampling_policy::coolbench && m_o.mode == run_mode::profile) profile();
   }
 
-  /// Energy per run from the energy counter: over each pair of readings with
-  /// only measurement samples between them, the energy divided by the runs'
-  /// worth of time in that span (a run that straddles a reading counts by
-  /// the fraction of it inside).
+  /// Energy per run from the energy counter: over each pair of readings
+  /// between which measurement runs filled at least 90 % of the time, the
+  /// energy divided by the runs' worth of time in that span (a run that
+  /// straddles a reading counts by the fraction of it inside).
   void energy() {
     if (!m_r.conditions.gpu || m_r.samples.empty()) return;
     const auto readings =
@@ -617,7 +617,8 @@ class runner {
         const std::int64_t from = previous->time_ns;
         const std::int64_t to = t.time_ns;
         double worth = 0;
-        bool steady = true;  // a warm-up, a release or a sleep between: not steady running
+        std::int64_t covered = 0;  // run time inside the span
+        bool steady = true;        // a warm-up between: not steady running
         while (first < m_r.samples.size() && m_r.samples[first].time.end_ns <= from) ++first;
         for (std::size_t i = first; i < m_r.samples.size(); ++i) {
           const timing& run = m_r.samples[i].time;
@@ -626,8 +627,12 @@ class runner {
           const std::int64_t inside = std::min(run.end_ns, to) - std::max(run.start_ns, from);
           if (run.end_ns > run.start_ns && inside > 0) {
             worth += static_cast<double>(inside) / static_cast<double>(run.end_ns - run.start_ns);
+            covered += inside;
           }
         }
+        // A release, a gate or a sleep inside the span leaves it mostly
+        // idle: its energy is not the runs'.
+        steady = steady && static_cast<double>(covered) >= 0.9 * static_cast<double>(to - from);
         if (steady && worth > 0 && t.energy_mj.value >= previous->energy_mj.value) {
           joules += static_cast<double>(t.energy_mj.value - previous->energy_mj.value) / 1000.0;
           runs += worth;

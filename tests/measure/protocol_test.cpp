@@ -72,6 +72,11 @@ TEST(Protocol, PowerBoundColdRunMeasuresInBurstsAndDiscardsCappedSamples) {
     }
   }
   EXPECT_FALSE(r.discarded_by_reason.empty());
+  // Only spans the runs filled count: 400 W for 5 ms (5.9 ms when capped),
+  // not the idle gating between bursts.
+  ASSERT_TRUE(r.energy_per_run_j);
+  EXPECT_GT(*r.energy_per_run_j, 1.9);
+  EXPECT_LT(*r.energy_per_run_j, 2.5);
 }
 
 // NVML reports late: the latency locates the change the sensors confirm.
