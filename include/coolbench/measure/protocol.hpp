@@ -88,11 +88,10 @@ struct protocol_options {
   std::chrono::milliseconds max_burst{std::chrono::seconds(10)};
   /// How late NVML can report a change: on the H200 the power cap showed in
   /// the clock and reason bits 8 to 60 ms after the latency rose, and with a
-  /// 100 ms window some capped samples were still kept (docs/perf/measure.md). When telemetry reports a change at time T, the
-  /// burst's samples from the first one within this lag before T whose
-  /// latency is `step_threshold` above the burst's first samples are
-  /// discarded too (or, without such a step, those within one telemetry
-  /// period of T).
+  /// 100 ms window some capped samples were still kept (docs/perf/measure.md). When telemetry
+  /// reports a change at time T, the burst's samples from the first one within this lag before T
+  /// whose latency is `step_threshold` above the burst's first samples are discarded too (or,
+  /// without such a step, those within one telemetry period of T).
   std::chrono::milliseconds sensor_lag{200};
   double step_threshold = 0.01;
 
