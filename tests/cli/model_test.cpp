@@ -15,6 +15,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using coolbench::testing::describe;
 using coolbench::testing::read_file;
 using coolbench::testing::run_result;
 
@@ -27,14 +28,8 @@ class model_test : public coolbench::testing::coolbench_test {
   }
 };
 
-std::string describe(const run_result& r) {
-  return "--- exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
-}
-
 void expect_one_line(const std::string& err, const std::string& needle) {
-  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
-  EXPECT_TRUE(err.starts_with("coolbench model: ")) << err;
-  EXPECT_NE(err.find(needle), std::string::npos) << err;
+  coolbench::testing::expect_one_line(err, "model", needle);
 }
 
 const std::vector<std::string> k_tiny = {"model", "gpt2",    "--layers",    "1",       "--hidden",

@@ -14,6 +14,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using coolbench::testing::describe;
 using coolbench::testing::env_map;
 using coolbench::testing::read_file;
 using coolbench::testing::run_result;
@@ -23,14 +24,8 @@ class release_check_test : public coolbench::testing::coolbench_test {
   release_check_test() : coolbench_test("coolbench_rc_test") {}
 };
 
-std::string describe(const run_result& r) {
-  return "--- exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
-}
-
 void expect_one_line(const std::string& err, const std::string& needle) {
-  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
-  EXPECT_TRUE(err.starts_with("coolbench release-check: ")) << err;
-  EXPECT_NE(err.find(needle), std::string::npos) << err;
+  coolbench::testing::expect_one_line(err, "release-check", needle);
 }
 
 // No NVIDIA driver: NVML cannot be opened (the CUDA driver is the test double, so nothing real

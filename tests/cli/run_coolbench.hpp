@@ -160,6 +160,19 @@ class child {
   std::filesystem::path m_err_path;
 };
 
+/// Exit code, stdout and stderr, for a failed expectation's message.
+inline std::string describe(const run_result& r) {
+  return "--- exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
+}
+
+/// `err` is one line, "coolbench COMMAND: ...", that contains `needle`.
+inline void expect_one_line(const std::string& err, std::string_view command,
+                            const std::string& needle) {
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_TRUE(err.starts_with("coolbench " + std::string(command) + ": ")) << err;
+  EXPECT_NE(err.find(needle), std::string::npos) << err;
+}
+
 /// A fixture that gives each test a fresh folder (removed after it) and runs coolbench there.
 class coolbench_test : public ::testing::Test {
  protected:

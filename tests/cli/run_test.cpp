@@ -1,0 +1,110 @@
+// `coolbench run` as a child process where no GPU is needed: the documented
+// exit codes of bad command lines, a missing model and a missing driver, the
+// help text, and a short run of a tiny GPT-2 on the CPU backend with its
+// JSON (docs/run-json.md) and CSV. The protocol itself is tested on a
+// simulated GPU in tests/measure.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli/run_coolbench.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using coolbench::testing::describe;
+using coolbench::testing::env_map;
+using coolbench::testing::read_file;
+using coolbench::testing::run_result;
+
+class run_test : public coolbench::testing::coolbench_test {
+ protected:
+  run_test() : coolbench_test("coolbench_run_test") {}
+
+  // No NVIDIA driver; the CUDA driver is the test double.
+  run_result run(const std::vector<std::string>& args) {
+    env_map env = coolbench::testing::inherited_environment({"COOLBENCH_", "FAKE_"});
+    env["COOLBENCH_NVML_LIBRARY"] = "/nonexistent/libnvidia-ml.so.1";
+    env["COOLBENCH_CUDA_LIBRARY"] = FAKE_CUDA_PATH;
+    return coolbench_test::run(args, env);
+  }
+
+  std::string tiny_model() {
+    const std::string path = (dir() / "tiny.onnx").string();
+    const run_result r = run({"model", "gpt2", "--layers", "1", "--hidden", "16", "--heads", "2",
+                              "--vocab", "50", "--seq", "4", "--positions", "8", "-o", path});
+    EXPECT_EQ(r.code, 0) << describe(r);
+    return path;
+  }
+};
+
+void expect_one_line(const std::string& err, const std::string& needle) {
+  coolbench::testing::expect_one_line(err, "run", needle);
+}
+
+TEST_F(run_test, impossible_bounds_and_bad_values_are_usage_errors) {
+  const std::string model = tiny_model();
+  for (const auto& [args, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"run", model, "--min-samples", "10", "--max-samples", "5"}, "--min-samples"},
+           {{"run", model, "--min-time", "10", "--max-time", "1"}, "--min-time"},
+           {{"run", model, "--target-temp", "50", "--max-temp", "40"}, "--max-temp"},
+           {{"run", model, "--dim", "sequence"}, "--dim takes NAME=VALUE"},
+           {{"run", model, "--dim", "sequence=0"}, "--dim takes NAME=VALUE"},
+           {{"run", model, "--workload", "gemm:fp16:1:1:1"}, "not both"},
+           {{"run", "--workload", "gemm:fp8:1:1:1"}, "fp8"},
+           {{"run", "--mode", "warm"}, "--mode"},
+           {{"run", "--rel-ci", "0"}, "--rel-ci"},
+           {{"run", "--bogus"}, "--bogus"}}) {
+    const run_result r = run(args);
+    EXPECT_EQ(r.code, 2) << describe(r);
+    expect_one_line(r.err, needle);
+  }
+}
+
+TEST_F(run_test, a_missing_model_exits_4_and_no_driver_exits_3) {
+  const run_result missing = run({"run", (dir() / "nothing.onnx").string()});
+  EXPECT_EQ(missing.code, 4) << describe(missing);
+  expect_one_line(missing.err, "nothing.onnx");
+  const run_result gpu = run({"run", "--workload", "gemm:fp16:64:64:64"});
+  EXPECT_EQ(gpu.code, 3) << describe(gpu);
+  expect_one_line(gpu.err, "/nonexistent/libnvidia-ml.so.1");
+}
+
+TEST_F(run_test, help_prints_the_documentation) {
+  const std::string doc = read_file(fs::path(PROJECT_SOURCE_DIR) / "docs" / "cli" / "run.md");
+  ASSERT_FALSE(doc.empty());
+  const run_result r = run({"run", "--help"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out, doc);
+}
+
+TEST_F(run_test, a_cpu_model_run_writes_json_and_csv) {
+  const std::string model = tiny_model();
+  const fs::path json_path = dir() / "run.json";
+  const fs::path csv_path = dir() / "run.csv";
+  const run_result r =
+      run({"run", model, "--dim", "batch=1", "--dim", "sequence=4", "--min-time", "0.2",
+           "--max-time", "3", "--json", json_path.string(), "--csv", csv_path.string()});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("median "), std::string::npos) << r.out;
+  const auto doc = nlohmann::json::parse(read_file(json_path));
+  EXPECT_EQ(doc["schema"], "coolbench.run/1");
+  EXPECT_TRUE(doc["complete"].get<bool>());
+  EXPECT_TRUE(doc["environment"]["gpu"].is_null());
+  EXPECT_EQ(doc["configuration"]["mode"], "cold");
+  const int kept = doc["summary"]["latency"]["count"].get<int>();
+  EXPECT_GE(kept, 30);
+  EXPECT_GT(doc["summary"]["latency"]["median_ms"].get<double>(), 0);
+  EXPECT_GT(doc["samples"].size(), static_cast<std::size_t>(kept));  // warm-up too
+  EXPECT_FALSE(fs::exists(json_path.string() + ".tmp"));
+  const std::string csv = read_file(csv_path);
+  EXPECT_TRUE(csv.starts_with("phase,burst,start_ns,end_ns,latency_ms,")) << csv.substr(0, 80);
+  EXPECT_EQ(static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')),
+            doc["samples"].size() + 1);
+}
+
+}  // namespace
