@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Thermal invariance: does a policy give the same figure from a cool GPU and
+from a hot one? (issue "measurement protocol", §5; results in
+docs/perf/thermal.md)
+
+For each workload, each repeat and each policy (in a shuffled order per
+repeat), `coolbench run` measures twice in fresh processes: once after
+`coolbench wait-cool` (cool start) and once right after `coolbench heat`
+heated the GPU in another process (hot start; in-process heating can leave a
+hidden slowdown that is not thermal, FACTS-H200.md §4). Prints, per workload
+and policy: the median figure from cool and from hot starts, |hot - cold| /
+cold, the CV of the figures over repeats, the median wall time to a result
+and the CI half-width reached; and, with --profile, the profile table of a
+power-bound workload.
+
+A call of the GPU machine lasts at most 10 minutes, so run one workload per
+call (--workload) and keep what it prints; each call writes OUT/results.jsonl
+(one line per run, small) and OUT/summary.md.
+
+    python3 bench/thermal_invariance.py --workload power=gemm:bf16:8192:8192:8192:1 \\
+        --repeats 2 --preheat 30 --out $OUT
+"""
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+POLICIES = ["coolbench", "naive", "fixed-sleep", "clock-discard"]
+
+
+def run(command, check=True):
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True)
+    wall = time.monotonic() - started
+    if check and done.returncode != 0:
+        sys.exit(f"thermal_invariance: {' '.join(command)} exited {done.returncode}:\n"
+                 f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return done, wall
+
+
+def measure(o, name, spec, policy, start, repeat, out_dir):
+    """One `coolbench run`; returns the compact record."""
+    coolbench = os.path.join(o.build, "bin", "coolbench")
+    if start == "cool":
+        run([coolbench, "wait-cool", "--device", str(o.device), "--below", str(o.cool_below),
+             "--timeout", "600", "--quiet"])
+    else:
+        run([coolbench, "heat", "--device", str(o.device), "--seconds", str(o.preheat)])
+    path = os.path.join(out_dir, f"{name}-{policy}-{start}-{repeat}.json")
+    done, wall = run([coolbench, "run", "--device", str(o.device), "--workload", spec,
+                      "--policy", policy, "--rel-ci", str(o.rel_ci), "--max-time",
+                      str(o.max_time), "--json", path, "--quiet"], check=False)
+    with open(path) as f:
+        doc = json.load(f)
+    os.remove(path)  # the sample lists are large; the record keeps what the table needs
+    summary = doc["summary"]
+    ci = summary["median_ci_ms"]
+    median = summary["latency"]["median_ms"]
+    return {
+        "workload": name, "spec": spec, "policy": policy, "start": start, "repeat": repeat,
+        "exit": done.returncode, "complete": doc["complete"], "median_ms": median,
+        "ci_half_width_rel": (ci[1] - ci[0]) / 2 / median if ci and median else None,
+        "converged": summary["converged"], "stop_reason": summary["stop_reason"],
+        "kept": summary["latency"]["count"], "discarded": summary["discarded"],
+        "wall_s": wall, "gating_s": summary["seconds_gating"],
+        "start_temp_c": doc["environment"]["start_temp_c"],
+        "temp_range_c": summary["temp_range_c"], "clock_range_mhz": summary["sm_clock_range_mhz"],
+    }
+
+
+def cv(values):
+    return statistics.stdev(values) / statistics.mean(values) if len(values) > 1 else None
+
+
+def table(records):
+    """Markdown: one row per workload and policy."""
+    lines = ["| workload | policy | cool start | hot start | \\|hot − cold\\| / cold | CV over "
+             "repeats (cool, hot) | wall time to result | CI half-width |",
+             "|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(r["workload"], r["policy"]) for r in records},
+                  key=lambda k: (k[0], POLICIES.index(k[1]) if k[1] in POLICIES else 99))
+    for workload, policy in keys:
+        rows = [r for r in records if r["workload"] == workload and r["policy"] == policy]
+        cool = [r["median_ms"] for r in rows if r["start"] == "cool" and r["median_ms"]]
+        hot = [r["median_ms"] for r in rows if r["start"] == "hot" and r["median_ms"]]
+        if not cool or not hot:
+            continue
+        c, h = statistics.median(cool), statistics.median(hot)
+        cvs = [cv(cool), cv(hot)]
+        walls = [r["wall_s"] for r in rows]
+        widths = [r["ci_half_width_rel"] for r in rows if r["ci_half_width_rel"] is not None]
+        lines.append(
+            f"| {workload} | {policy} | {c:.4f} ms | {h:.4f} ms | {abs(h - c) / c * 100:.2f}% | "
+            + ", ".join("n/a" if v is None else f"{v * 100:.2f}%" for v in cvs)
+            + f" | {statistics.median(walls):.1f} s | "
+            + (f"±{statistics.median(widths) * 100:.2f}%" if widths else "n/a") + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--device", type=int, default=0)
+    parser.add_argument("--workload", action="append", required=True,
+                        help="NAME=SPEC, e.g. power=gemm:bf16:8192:8192:8192:1 (repeatable)")
+    parser.add_argument("--policies", nargs="+", default=POLICIES, choices=POLICIES)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--preheat", type=float, default=30, help="seconds of coolbench heat")
+    parser.add_argument("--cool-below", type=int, default=42)
+    parser.add_argument("--rel-ci", type=float, default=0.005)
+    parser.add_argument("--max-time", type=float, default=60)
+    parser.add_argument("--profile", help="SPEC: also one profile-mode run of this workload")
+    parser.add_argument("--profile-time", type=float, default=30)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", required=True)
+    o = parser.parse_args()
+    os.makedirs(o.out, exist_ok=True)
+    workloads = []
+    for item in o.workload:
+        name, sep, spec = item.partition("=")
+        if not sep or not spec.startswith("gemm:"):
+            sys.exit(f"thermal_invariance: --workload takes NAME=gemm:..., got '{item}'")
+        workloads.append((name, spec))
+
+    rng = random.Random(o.seed)
+    results_path = os.path.join(o.out, "results.jsonl")
+    records = []
+    started = time.monotonic()
+    with open(results_path, "a") as results:
+        for name, spec in workloads:
+            for repeat in range(o.repeats):
+                order = list(o.policies)
+                rng.shuffle(order)
+                for policy in order:
+                    for start in ("cool", "hot"):
+                        record = measure(o, name, spec, policy, start, repeat, o.out)
+                        records.append(record)
+                        results.write(json.dumps(record) + "\n")
+                        results.flush()
+                        print(f"[{time.monotonic() - started:6.0f} s] {name} {policy} {start} "
+                              f"#{repeat}: {record['median_ms']:.4f} ms "
+                              f"({record['stop_reason']}, {record['wall_s']:.1f} s)", flush=True)
+
+    text = "# thermal_invariance\n\n" + table(records)
+    if o.profile:
+        coolbench = os.path.join(o.build, "bin", "coolbench")
+        run([coolbench, "wait-cool", "--device", str(o.device), "--below", str(o.cool_below),
+             "--timeout", "600", "--quiet"])
+        done, _ = run([coolbench, "run", "--device", str(o.device), "--workload", o.profile,
+                       "--mode", "profile", "--profile-time", str(o.profile_time)])
+        marker = "Latency against GPU temperature"
+        text += "\n## Profile: " + o.profile + "\n\n" + done.stdout[done.stdout.find(marker):]
+    with open(os.path.join(o.out, "summary.md"), "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
