@@ -113,6 +113,18 @@ def export(module, args, path, exporter, input_names, output_names, dynamic, max
         program.save(path)
 
 
+def strip_metadata(path):
+    """Drops the dynamo exporter's per-node metadata: source stack traces that
+    name the exporting machine's paths, and nothing a runtime reads."""
+    model = onnx.load(path)
+    for node in model.graph.node:
+        del node.metadata_props[:]
+    for function in model.functions:
+        for node in function.node:
+            del node.metadata_props[:]
+    onnx.save(model, path)
+
+
 def op_histogram(model_proto):
     counts = collections.Counter()
     for node in model_proto.graph.node:
@@ -194,6 +206,7 @@ def small_variants(out, summary):
                        dyn_plain, SMALL["n_positions"])
                 inputs = [ids.numpy()]
                 outputs = [logits.numpy()]
+            strip_metadata(path)
             onnx.checker.check_model(path, full_check=True)
             proto = onnx.load(path)
             input_names, output_names = write_case(folder, path, inputs, outputs)
