@@ -88,6 +88,13 @@ shape_info unknown_dims_like(const shape_info& source) {
   return s;
 }
 
+shape_info rank_unknown(const shape_info& source) {
+  shape_info s = source;
+  s.rank_known = false;
+  s.dims.clear();
+  return s;
+}
+
 shape_info of_tensor(const tensor& t) {
   std::vector<dimension> dims;
   for (const std::int64_t d : t.shape()) dims.push_back(known(d));
@@ -204,11 +211,7 @@ shape_info broadcast(const op_context& c, std::size_t first, std::size_t type_fr
   std::vector<std::vector<dimension>> ops;
   std::vector<std::string> shown;
   for (std::size_t i = first; i < c.count(); ++i) {
-    if (!c.shape(i).rank_known) {
-      out.rank_known = false;
-      out.dims.clear();
-      return out;
-    }
+    if (!c.shape(i).rank_known) return rank_unknown(out);
     ops.push_back(c.shape(i).dims);
     shown.push_back(c.shape(i).describe());
   }
@@ -266,9 +269,7 @@ std::vector<shape_info> cast(const op_context& c) {
 std::vector<shape_info> matmul(const op_context& c) {
   const shape_info& a = c.shape(0);
   const shape_info& b = c.shape(1);
-  shape_info out = a;
-  out.rank_known = false;
-  out.dims.clear();
+  shape_info out = rank_unknown(a);
   if (!a.rank_known || !b.rank_known || a.dims.empty() || b.dims.empty()) return {out};
   std::vector<dimension> ad = a.dims;
   std::vector<dimension> bd = b.dims;
@@ -350,13 +351,6 @@ std::optional<std::int64_t> product_of_known(const std::vector<dimension>& dims)
   return product;
 }
 
-shape_info rank_unknown(const shape_info& source) {
-  shape_info s = source;
-  s.rank_known = false;
-  s.dims.clear();
-  return s;
-}
-
 std::vector<shape_info> reshape(const op_context& c) {
   const shape_info& data = c.shape(0);
   const auto& content = c.content(1);
@@ -431,9 +425,7 @@ std::optional<int_list> axes_of(const op_context& c, bool& given) {
 
 std::vector<shape_info> squeeze(const op_context& c) {
   const shape_info& data = c.shape(0);
-  shape_info out = data;
-  out.rank_known = false;
-  out.dims.clear();
+  shape_info out = rank_unknown(data);
   bool given = false;
   const auto axes = axes_of(c, given);
   if (!data.rank_known || !axes) return {out};
@@ -459,9 +451,7 @@ std::vector<shape_info> squeeze(const op_context& c) {
 
 std::vector<shape_info> unsqueeze(const op_context& c) {
   const shape_info& data = c.shape(0);
-  shape_info out = data;
-  out.rank_known = false;
-  out.dims.clear();
+  shape_info out = rank_unknown(data);
   bool given = false;
   const auto axes = axes_of(c, given);
   if (!data.rank_known || !axes || !given) return {out};
@@ -623,9 +613,7 @@ std::vector<shape_info> slice(const op_context& c) {
 std::vector<shape_info> gather(const op_context& c) {
   const shape_info& data = c.shape(0);
   const shape_info& indices = c.shape(1);
-  shape_info out = data;
-  out.rank_known = false;
-  out.dims.clear();
+  shape_info out = rank_unknown(data);
   if (!data.rank_known || !indices.rank_known) return {out};
   const auto axis = normalized_axis(c.n.get<std::int64_t>("axis", 0), data.dims.size());
   if (!axis) return {out};

@@ -28,14 +28,7 @@ void expect_one_line(const std::string& err, const std::string& needle) {
   coolbench::testing::expect_one_line(err, "release-check", needle);
 }
 
-// No NVIDIA driver: NVML cannot be opened (the CUDA driver is the test double, so nothing real
-// is touched either).
-env_map without_driver() {
-  env_map env = coolbench::testing::inherited_environment({"FAKE_"});
-  env["COOLBENCH_NVML_LIBRARY"] = "/nonexistent/libnvidia-ml.so.1";
-  env["COOLBENCH_CUDA_LIBRARY"] = FAKE_CUDA_PATH;
-  return env;
-}
+env_map without_driver() { return coolbench::testing::without_driver(FAKE_CUDA_PATH); }
 
 TEST_F(release_check_test, bad_values_are_usage_errors) {
   for (const auto& [args, option] : std::vector<std::pair<std::vector<std::string>, std::string>>{

@@ -160,6 +160,16 @@ class child {
   std::filesystem::path m_err_path;
 };
 
+/// The environment of a machine without the NVIDIA driver: NVML cannot be
+/// opened, and the CUDA driver is the test double at `fake_cuda` (so nothing
+/// real is touched either).
+inline env_map without_driver(const std::string& fake_cuda) {
+  env_map env = inherited_environment({"COOLBENCH_", "FAKE_"});
+  env["COOLBENCH_NVML_LIBRARY"] = "/nonexistent/libnvidia-ml.so.1";
+  env["COOLBENCH_CUDA_LIBRARY"] = fake_cuda;
+  return env;
+}
+
 /// Exit code, stdout and stderr, for a failed expectation's message.
 inline std::string describe(const run_result& r) {
   return "--- exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;

@@ -27,10 +27,7 @@ class run_test : public coolbench::testing::coolbench_test {
 
   // No NVIDIA driver; the CUDA driver is the test double.
   run_result run(const std::vector<std::string>& args) {
-    env_map env = coolbench::testing::inherited_environment({"COOLBENCH_", "FAKE_"});
-    env["COOLBENCH_NVML_LIBRARY"] = "/nonexistent/libnvidia-ml.so.1";
-    env["COOLBENCH_CUDA_LIBRARY"] = FAKE_CUDA_PATH;
-    return coolbench_test::run(args, env);
+    return coolbench_test::run(args, coolbench::testing::without_driver(FAKE_CUDA_PATH));
   }
 
   std::string tiny_model() {
