@@ -312,7 +312,10 @@ std::vector<shape_info> gemm(const op_context& c) {
 }
 
 // Dimensions of a shape given as an input (Expand, ConstantOfShape): from
-// its contents, or only the count when its own shape is known.
+// its contents, or only the count when its own shape is known. A count
+// beyond what contents track leaves the rank unknown: the length comes from
+// the model, and a corrupt one must not size an allocation (the kernel
+// checks the real tensor when the node runs).
 std::optional<std::vector<dimension>> shape_operand(const op_context& c, std::size_t i) {
   if (const auto& content = c.content(i)) {
     std::vector<dimension> dims;
@@ -320,7 +323,8 @@ std::optional<std::vector<dimension>> shape_operand(const op_context& c, std::si
     return dims;
   }
   const shape_info& s = c.shape(i);
-  if (s.rank_known && s.dims.size() == 1 && is_known(s.dims[0])) {
+  if (s.rank_known && s.dims.size() == 1 && is_known(s.dims[0]) &&
+      s.dims[0].value <= k_max_tracked_contents) {
     return std::vector<dimension>(static_cast<std::size_t>(s.dims[0].value));
   }
   return std::nullopt;

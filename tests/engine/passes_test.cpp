@@ -337,6 +337,20 @@ TEST(passes, inference_rules) {
                 .at("c")
                 .describe(),
             "[?, ?]");
+  // A shape input whose declared length is absurd leaves the rank unknown
+  // instead of sizing a vector by it (found by the fuzzer: out of memory).
+  for (const char* op : {"Reshape", "Expand", "ConstantOfShape"}) {
+    const bool shape_first = std::string_view(op) == "ConstantOfShape";
+    const auto inputs =
+        shape_first ? std::vector<std::string>{"s"} : std::vector<std::string>{"a", "s"};
+    EXPECT_EQ(infer_one(make_node(op, inputs, {"c"}),
+                        {declared("a", f32, {num(6)}),
+                         declared("s", dtype::int64, {num(std::int64_t{1} << 40)})})
+                  .at("c")
+                  .describe(),
+              "unknown rank")
+        << op;
+  }
 }
 
 std::string inconsistency(node n, std::vector<value_info> inputs) {
