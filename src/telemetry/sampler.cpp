@@ -1,5 +1,6 @@
 #include "coolbench/telemetry/sampler.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <limits>
@@ -94,10 +95,6 @@ struct sampler::state {
         !full_read_done ||
         started_ns - last_full_read_ns >=
             std::chrono::duration_cast<std::chrono::nanoseconds>(options.slow_period).count();
-    if (full) {
-      full_read_done = true;
-      last_full_read_ns = started_ns;
-    }
     gpu_sample sample;
     std::string error;
     try {
@@ -105,6 +102,13 @@ struct sampler::state {
     } catch (const std::exception& e) {
       sample = missing_sample(started_ns);
       error = e.what();
+    }
+    if (full) {
+      // Anchored on the reading's own time stamp, so the full readings a
+      // consumer sees are at least slow_period apart by their time stamps,
+      // however late the source stamped this one.
+      full_read_done = true;
+      last_full_read_ns = std::max(started_ns, sample.time_ns);
     }
     auto published = std::make_shared<const gpu_sample>(sample);
     {

@@ -76,12 +76,14 @@ TEST(sampler, costly_readings_are_taken_at_the_slow_period) {
     const auto& sample = samples[i];
     const std::int64_t since_full = sample.time_ns - last_full_ns;
     if (sample.energy_mj.ok()) {
-      EXPECT_GE(since_full, 49'000'000) << i;
+      EXPECT_GE(since_full, 50'000'000) << i;  // anchored on the time stamps
       last_full_ns = sample.time_ns;
       ++full;
     } else {
       EXPECT_EQ(sample.energy_mj.status, reading_status::skipped) << i;
-      EXPECT_LT(since_full, 50'000'000 + 5'000'000) << i;  // within a tick of due
+      // Not left out when due: a fast reading comes at most a tick after the
+      // due time, plus scheduling delay (loaded CI cores, ThreadSanitizer).
+      EXPECT_LT(since_full, 50'000'000 + 5'000'000 + 15'000'000) << i;
     }
   }
   EXPECT_GE(full, 4U);
