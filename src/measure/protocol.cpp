@@ -498,6 +498,12 @@ class runner {
   /// Sustained: heat-soak until the temperature is steady, then measure at
   /// equilibrium (throttled samples labelled by default).
   void run_sustained() {
+    // Not gated (the soak heats anyway), but isolated: a release first, so
+    // what ran earlier in this process leaves no state hidden from the
+    // sensors (a small L1 after a large shared-memory kernel, FACTS §4).
+    m_w.release();
+    say(m_env.release_device());
+    ++m_r.releases;
     m_w.prepare();
     const std::int64_t began = m_env.now_ns();
     say("heat-soak: until the temperature moves less than " + format_c(m_o.soak_steady_c) +

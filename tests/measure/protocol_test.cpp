@@ -192,6 +192,9 @@ TEST(Protocol, SustainedSoaksThenLabelsThrottledSamples) {
   EXPECT_GT(r.summary.median_ms, 0.4 * 1.02);  // the equilibrium is slower
   ASSERT_TRUE(r.temp_range_c);
   EXPECT_GE(r.temp_range_c->first, 68);
+  // Released before the soak (isolation from earlier work) and at the end.
+  EXPECT_EQ(r.releases, 2 + r.pauses);
+  EXPECT_EQ(g.device_releases, r.releases);
 }
 
 TEST(Protocol, ProfileTablesShowTheDerate) {
@@ -255,6 +258,55 @@ TEST(Protocol, EnergyPerRunFromTheCounter) {
   ASSERT_TRUE(r.energy_per_run_j);
   // 400 W for 1 ms, plus the host gaps at idle power.
   EXPECT_NEAR(*r.energy_per_run_j, 0.4, 0.01);
+}
+
+// Issue "measurement protocol" §6: a GPU that disappears mid-run, or memory
+// that runs out on a re-acquire, ends the run with what was measured kept,
+// the error said, and the device handed back all the same.
+TEST(Protocol, AGpuThatDisappearsMidRunKeepsWhatWasMeasured) {
+  sim::gpu g({});
+  sim::workload w(g);
+  sim::environment env(g);
+  protocol_options o = quick_options();
+  o.rel_ci = 1e-12;  // would run on to max time
+  w.fail_run_after = 200;
+  const run_result r = measure(w, env, o);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.stop_reason, "error");
+  EXPECT_NE(r.error.find("fell off the bus"), std::string::npos) << r.error;
+  int measured = 0;
+  for (const auto& s : r.samples) measured += s.phase == sample_phase::measure && s.kept ? 1 : 0;
+  EXPECT_GT(measured, 0);
+  EXPECT_EQ(r.summary.count, measured);
+  EXPECT_EQ(static_cast<int>(r.samples.size()), 200);
+  EXPECT_NEAR(r.summary.median_ms, 0.4, 1e-9);
+  EXPECT_GE(g.device_releases, 2);  // the end's release is still attempted
+  EXPECT_EQ(g.prepares, g.releases);
+}
+
+TEST(Protocol, OutOfMemoryOnAReacquireKeepsTheEarlierBursts) {
+  sim::gpu_model m;
+  m.power_bound = true;
+  m.base_ms = 5;
+  m.heat_c_per_s = 5;
+  sim::gpu g(m);
+  sim::workload w(g);
+  sim::environment env(g);
+  protocol_options o = quick_options();
+  o.min_samples = 60;
+  // Burst 1 follows a warm-up that ran into the cap (5 ms runs: 20 of them
+  // outlast the 60 ms), so its samples are all capped; burst 2 is cold, and
+  // the acquisition after it runs out of memory.
+  w.fail_prepare_at = 3;
+  const run_result r = measure(w, env, o);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.stop_reason, "error");
+  EXPECT_NE(r.error.find("out of memory"), std::string::npos) << r.error;
+  EXPECT_EQ(r.bursts, 2);
+  EXPECT_GT(r.summary.count, 0);
+  EXPECT_NEAR(r.summary.median_ms, 5.0, 1e-9);  // burst 2's cold samples
+  EXPECT_EQ(g.prepares, 2);
+  EXPECT_EQ(g.releases, 2);
 }
 
 TEST(Protocol, ImpossibleOptionsAreRefused) {

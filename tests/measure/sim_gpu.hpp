@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "coolbench/core/error.hpp"
 #include "coolbench/measure/protocol.hpp"
 #include "coolbench/telemetry/clock_reasons.hpp"
 
@@ -171,13 +172,32 @@ class workload final : public measure::workload {
   std::string describe() const override { return "simulated"; }
   std::optional<int> device() const override { return 0; }
   void prepare() override {
-    if (!m_prepared) ++m_gpu.prepares;
+    if (!m_prepared) {
+      if (fail_prepare_at > 0 && m_gpu.prepares + 1 >= fail_prepare_at) {
+        throw cuda_error("cudaMalloc of 1.00 GiB failed: cudaErrorMemoryAllocation (out of memory)",
+                         2);
+      }
+      ++m_gpu.prepares;
+    }
     m_prepared = true;
   }
   timing run() override {
     prepare();
+    if (fail_run_after >= 0 && m_runs >= fail_run_after) {
+      throw cuda_error(
+          "cudaStreamSynchronize failed: cudaErrorDevicesUnavailable (the GPU fell "
+          "off the bus)",
+          46);
+    }
+    ++m_runs;
     return m_gpu.run();
   }
+
+  /// Failure injection: every run after this many throws (the GPU is gone);
+  /// -1 never.
+  int fail_run_after = -1;
+  /// The n-th acquisition (1 = the first prepare) runs out of memory; 0 never.
+  int fail_prepare_at = 0;
   void release() override {
     if (m_prepared) ++m_gpu.releases;
     m_prepared = false;
@@ -186,6 +206,7 @@ class workload final : public measure::workload {
  private:
   gpu& m_gpu;
   bool m_prepared = false;
+  int m_runs = 0;
 };
 
 class environment final : public measure::environment {
