@@ -315,34 +315,52 @@ class runner {
     m_r.seconds_gating += seconds_between(began, m_env.now_ns());
     m_w.prepare();
     if (full_warmup) {
-      warm_up();
+      if (warm_up(true) == warmup_end::throttled) {
+        // The state the cold figure is about ended during the warm-up (a
+        // power-bound chain reaches the cap in about 60 ms): cool again, so
+        // the first burst does not start capped.
+        say("warm-up reached " + m_warmup_throttle + " after " + std::to_string(m_r.warmup_runs) +
+            " runs; cooling before the first burst");
+        gate(false);
+      }
     } else {
       for (int i = 0; i < m_o.rewarm_runs; ++i) take(sample_phase::warmup);
     }
   }
 
+  enum class warmup_end : std::uint8_t { settled, time_limit, throttled };
+
   /// Runs until the median of the last window moves less than the tolerance
-  /// against the window before, and the SM clock is at its maximum.
-  void warm_up() {
+  /// against the window before, and the SM clock is at its maximum. With
+  /// `stop_at_throttle` (cold mode), returns early once a throttle reason bit
+  /// or time counter shows, after warmup_min_runs: warming on would only heat
+  /// the GPU in a state that is not measured. The clock alone does not count
+  /// here: it ramps up from idle during the first runs.
+  warmup_end warm_up(bool stop_at_throttle = false) {
     const std::int64_t began = m_env.now_ns();
     std::vector<double> recent;
     const auto window = static_cast<std::size_t>(std::max(1, m_o.warmup_window));
     for (;;) {
       const auto& s = take(sample_phase::warmup);
       recent.push_back(s.time.latency_ms);
+      if (stop_at_throttle && static_cast<int>(recent.size()) >= m_o.warmup_min_runs &&
+          (telemetry::is_throttling(s.conditions.reasons) || s.conditions.throttle_counter_moved)) {
+        m_warmup_throttle = throttle_reason(s.conditions, m_o.clock_fraction);
+        return warmup_end::throttled;
+      }
       const bool clock_ok = throttle_reason(s.conditions, m_o.clock_fraction).empty();
       if (static_cast<int>(recent.size()) >= m_o.warmup_min_runs && recent.size() >= 2 * window &&
           clock_ok) {
         const std::span<const double> all(recent);
         const double before = stats::median(all.subspan(all.size() - 2 * window, window));
         const double last = stats::median(all.subspan(all.size() - window, window));
-        if (std::abs(last - before) <= m_o.warmup_tolerance * before) return;
+        if (std::abs(last - before) <= m_o.warmup_tolerance * before) return warmup_end::settled;
       }
       if (m_env.now_ns() - began > to_ns(m_o.warmup_max_time)) {
         say("warning: warm-up did not settle within " +
             std::to_string(m_o.warmup_max_time.count()) + " ms" +
             (clock_ok ? "" : " (the SM clock is below its maximum)") + "; measuring anyway");
-        return;
+        return warmup_end::time_limit;
       }
     }
   }
@@ -733,6 +751,7 @@ class runner {
   std::vector<double> m_kept;
   std::optional<telemetry::clock_reason_counters> m_last_counters;
   std::optional<telemetry::clock_reason_counters> m_burst_counters;
+  std::string m_warmup_throttle;  ///< what ended a cold warm-up early
 };
 
 template <class E>
