@@ -15,10 +15,13 @@ power-bound workload.
 
 A call of the GPU machine lasts at most 10 minutes, so run one workload per
 call (--workload) and keep what it prints; each call writes OUT/results.jsonl
-(one line per run, small) and OUT/summary.md.
+(one line per run, small) and OUT/summary.md. Then --from combines the
+results.jsonl of several calls into one table (no GPU needed), with the
+issue's targets for the coolbench policy checked against the baselines.
 
     python3 bench/thermal_invariance.py --workload power=gemm:bf16:8192:8192:8192:1 \\
         --repeats 2 --preheat 30 --out $OUT
+    python3 bench/thermal_invariance.py --from power/results.jsonl latency/results.jsonl
 """
 
 import argparse
@@ -85,29 +88,93 @@ def table(records):
     keys = sorted({(r["workload"], r["policy"]) for r in records},
                   key=lambda k: (k[0], POLICIES.index(k[1]) if k[1] in POLICIES else 99))
     for workload, policy in keys:
-        rows = [r for r in records if r["workload"] == workload and r["policy"] == policy]
-        cool = [r["median_ms"] for r in rows if r["start"] == "cool" and r["median_ms"]]
-        hot = [r["median_ms"] for r in rows if r["start"] == "hot" and r["median_ms"]]
-        if not cool or not hot:
+        f = cell(records, workload, policy)
+        if f is None:
             continue
-        c, h = statistics.median(cool), statistics.median(hot)
-        cvs = [cv(cool), cv(hot)]
-        walls = [r["wall_s"] for r in rows]
-        widths = [r["ci_half_width_rel"] for r in rows if r["ci_half_width_rel"] is not None]
         lines.append(
-            f"| {workload} | {policy} | {c:.4f} ms | {h:.4f} ms | {abs(h - c) / c * 100:.2f}% | "
-            + ", ".join("n/a" if v is None else f"{v * 100:.2f}%" for v in cvs)
-            + f" | {statistics.median(walls):.1f} s | "
-            + (f"±{statistics.median(widths) * 100:.2f}%" if widths else "n/a") + " |")
+            f"| {workload} | {policy} | {f['cool_ms']:.4f} ms | {f['hot_ms']:.4f} ms | "
+            f"{f['hot_cold'] * 100:.2f}% | "
+            + ", ".join("n/a" if v is None else f"{v * 100:.2f}%" for v in (f["cv_cool"], f["cv_hot"]))
+            + f" | {f['wall_s']:.1f} s | "
+            + (f"±{f['ci_half_width'] * 100:.2f}%" if f["ci_half_width"] is not None else "n/a")
+            + " |")
     return "\n".join(lines) + "\n"
+
+
+# The issue's targets for the coolbench policy (|hot - cold| / cold, CV over
+# repeats, wall time against the fixed-sleep baseline at the same --rel-ci).
+TARGET_HOT_COLD = 0.003
+TARGET_CV = 0.002
+TARGET_WALL_VS_FIXED_SLEEP = 0.5
+
+
+def cell(records, workload, policy):
+    """The figures of one workload and policy, or None without both starts."""
+    rows = [r for r in records if r["workload"] == workload and r["policy"] == policy]
+    cool = [r["median_ms"] for r in rows if r["start"] == "cool" and r["median_ms"]]
+    hot = [r["median_ms"] for r in rows if r["start"] == "hot" and r["median_ms"]]
+    if not cool or not hot:
+        return None
+    c, h = statistics.median(cool), statistics.median(hot)
+    widths = [r["ci_half_width_rel"] for r in rows if r["ci_half_width_rel"] is not None]
+    return {
+        "cool_ms": c, "hot_ms": h, "hot_cold": abs(h - c) / c,
+        "cv_cool": cv(cool), "cv_hot": cv(hot),
+        "wall_s": statistics.median([r["wall_s"] for r in rows]),
+        "ci_half_width": statistics.median(widths) if widths else None,
+        "incomplete": sum(1 for r in rows if not r["complete"]),
+        "not_converged": sum(1 for r in rows if not r["converged"]),
+        "runs": len(rows),
+    }
+
+
+def targets(records):
+    """Markdown lines: each target of the coolbench policy, met or not, per workload."""
+    lines = []
+    for workload in sorted({r["workload"] for r in records}):
+        ours = cell(records, workload, "coolbench")
+        if ours is None:
+            continue
+        checks = [(f"|hot − cold| / cold = {ours['hot_cold'] * 100:.2f}% (≤ "
+                   f"{TARGET_HOT_COLD * 100:.1f}%)", ours["hot_cold"] <= TARGET_HOT_COLD)]
+        cvs = [v for v in (ours["cv_cool"], ours["cv_hot"]) if v is not None]
+        if cvs:
+            checks.append((f"CV over repeats = {max(cvs) * 100:.2f}% (≤ {TARGET_CV * 100:.1f}%)",
+                           max(cvs) <= TARGET_CV))
+        else:
+            checks.append(("CV over repeats: one repeat only", False))
+        fixed = cell(records, workload, "fixed-sleep")
+        if fixed is not None:
+            ratio = ours["wall_s"] / fixed["wall_s"]
+            checks.append((f"wall time {ours['wall_s']:.1f} s = {ratio:.2f}× fixed-sleep's "
+                           f"{fixed['wall_s']:.1f} s (≤ {TARGET_WALL_VS_FIXED_SLEEP}×)",
+                           ratio <= TARGET_WALL_VS_FIXED_SLEEP))
+        else:
+            checks.append(("wall time: no fixed-sleep runs to compare", False))
+        if ours["not_converged"]:
+            checks.append((f"{ours['not_converged']} of {ours['runs']} runs did not reach the CI",
+                           False))
+        for text, met in checks:
+            lines.append(f"- {workload}, coolbench: {text}: {'met' if met else 'NOT met'}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def read_records(paths):
+    records = []
+    for path in paths:
+        with open(path) as f:
+            records.extend(json.loads(line) for line in f if line.strip())
+    return records
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build", default="build")
     parser.add_argument("--device", type=int, default=0)
-    parser.add_argument("--workload", action="append", required=True,
+    parser.add_argument("--workload", action="append",
                         help="NAME=SPEC, e.g. power=gemm:bf16:8192:8192:8192:1 (repeatable)")
+    parser.add_argument("--from", dest="inputs", nargs="+", metavar="RESULTS_JSONL",
+                        help="only combine these results.jsonl files into one table")
     parser.add_argument("--policies", nargs="+", default=POLICIES, choices=POLICIES)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--preheat", type=float, default=30, help="seconds of coolbench heat")
@@ -117,8 +184,14 @@ def main():
     parser.add_argument("--profile", help="SPEC: also one profile-mode run of this workload")
     parser.add_argument("--profile-time", type=float, default=30)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out")
     o = parser.parse_args()
+    if o.inputs:
+        records = read_records(o.inputs)
+        print("# thermal_invariance\n\n" + table(records) + "\n" + targets(records), end="")
+        return
+    if not o.workload or not o.out:
+        parser.error("give --workload and --out to measure, or --from to combine results")
     os.makedirs(o.out, exist_ok=True)
     workloads = []
     for item in o.workload:
@@ -146,7 +219,7 @@ def main():
                               f"#{repeat}: {record['median_ms']:.4f} ms "
                               f"({record['stop_reason']}, {record['wall_s']:.1f} s)", flush=True)
 
-    text = "# thermal_invariance\n\n" + table(records)
+    text = "# thermal_invariance\n\n" + table(records) + "\n" + targets(records)
     if o.profile:
         coolbench = os.path.join(o.build, "bin", "coolbench")
         run([coolbench, "wait-cool", "--device", str(o.device), "--below", str(o.cool_below),
