@@ -54,7 +54,7 @@ engine::shape_t input_shape(const engine::value_info& input,
       const auto it = dimensions.find(d.symbol);
       if (it == dimensions.end()) {
         throw invalid_argument("input '" + input.name + "': dimension " + std::to_string(i) +
-                               " is the symbol '" + d.symbol + "'; give its value (e.g. " +
+                               " is the symbol '" + d.symbol + "'; bind it (coolbench run --dim " +
                                d.symbol + "=1)");
       }
       shape.push_back(it->second);

@@ -114,6 +114,12 @@ class runner {
       m_r.stop_reason = stop.reason;
       m_r.error = stop.error;
       m_r.complete = false;
+    } catch (const invalid_argument& e) {
+      // The workload refused what it was given (a model input dimension
+      // left unbound): the caller's to fix, not a failure of the run.
+      m_r.stop_reason = "invalid input";
+      m_r.error = e.what();
+      m_r.complete = false;
     } catch (const std::exception& e) {
       m_r.stop_reason = "error";
       m_r.error = e.what();

@@ -71,6 +71,20 @@ TEST_F(run_test, a_missing_model_exits_4_and_no_driver_exits_3) {
   expect_one_line(gpu.err, "/nonexistent/libnvidia-ml.so.1");
 }
 
+TEST_F(run_test, an_unbound_model_dimension_is_a_usage_error_naming_the_flag) {
+  const std::string model = tiny_model();
+  const fs::path json_path = dir() / "unbound.json";
+  const run_result r = run({"run", model, "--dim", "sequence=4", "--json", json_path.string()});
+  EXPECT_EQ(r.code, 2) << describe(r);
+  expect_one_line(r.err,
+                  "dimension 0 is the symbol 'batch'; bind it (coolbench run --dim batch=1)");
+  EXPECT_EQ(r.out.find("median"), std::string::npos) << r.out;  // no empty summary
+  // The file is written all the same, marked incomplete.
+  const auto doc = nlohmann::json::parse(read_file(json_path));
+  EXPECT_FALSE(doc["complete"].get<bool>());
+  EXPECT_EQ(doc["summary"]["stop_reason"], "invalid input");
+}
+
 TEST_F(run_test, help_prints_the_documentation) {
   const std::string doc = read_file(fs::path(PROJECT_SOURCE_DIR) / "docs" / "cli" / "run.md");
   ASSERT_FALSE(doc.empty());

@@ -340,6 +340,19 @@ TEST(Protocol, OutOfMemoryOnAReacquireKeepsTheEarlierBursts) {
   EXPECT_EQ(g.releases, 2);
 }
 
+TEST(Protocol, AWorkloadThatRefusesItsInputIsTheCallersToFix) {
+  sim::gpu g({});
+  sim::workload w(g);
+  sim::environment env(g);
+  w.refuse_prepare = true;
+  const run_result r = measure(w, env, quick_options());
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.stop_reason, "invalid input");
+  EXPECT_NE(r.error.find("'batch'"), std::string::npos) << r.error;
+  EXPECT_TRUE(r.samples.empty());
+  EXPECT_GE(g.device_releases, 2);
+}
+
 TEST(Protocol, ImpossibleOptionsAreRefused) {
   sim::gpu g({});
   protocol_options o;

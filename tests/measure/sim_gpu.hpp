@@ -173,6 +173,7 @@ class workload final : public measure::workload {
   std::optional<int> device() const override { return 0; }
   void prepare() override {
     if (!m_prepared) {
+      if (refuse_prepare) throw invalid_argument("input 'x': dimension 0 is the symbol 'batch'");
       if (fail_prepare_at > 0 && m_gpu.prepares + 1 >= fail_prepare_at) {
         throw cuda_error("cudaMalloc of 1.00 GiB failed: cudaErrorMemoryAllocation (out of memory)",
                          2);
@@ -198,6 +199,8 @@ class workload final : public measure::workload {
   int fail_run_after = -1;
   /// The n-th acquisition (1 = the first prepare) runs out of memory; 0 never.
   int fail_prepare_at = 0;
+  /// prepare() refuses what it was given (an unbound model dimension).
+  bool refuse_prepare = false;
   void release() override {
     if (m_prepared) ++m_gpu.releases;
     m_prepared = false;

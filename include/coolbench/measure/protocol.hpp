@@ -186,9 +186,12 @@ struct run_result {
   latency_summary summary;                             ///< of the kept measurement samples
   std::optional<std::pair<double, double>> median_ci;  ///< lower, upper (ms)
   bool converged = false;                              ///< the CI met rel_ci
-  std::string stop_reason;  ///< "converged", "max time", "max samples", "interrupted"
-  bool complete = true;     ///< false when interrupted or a fatal error cut it short
-  std::string error;        ///< what cut it short
+  /// "converged", "max time", "max samples", "interrupted", "gate time-out",
+  /// "error" (a failure part-way), "invalid input" (the workload refused
+  /// what it was given: an unbound model dimension), …
+  std::string stop_reason;
+  bool complete = true;  ///< false when interrupted or a fatal error cut it short
+  std::string error;     ///< what cut it short
 
   int discarded = 0;
   std::vector<std::pair<std::string, int>> discarded_by_reason;
@@ -242,8 +245,10 @@ class environment {
 using progress_fn = std::function<void(const std::string&)>;
 
 /// Runs the protocol. Never throws for what happens during the run (a GPU
-/// that disappears, out of memory): the result says complete = false and
-/// keeps what was measured. Throws invalid_argument for bad options.
+/// that disappears, out of memory; stop_reason "error") or for what the
+/// workload refuses when prepared (stop_reason "invalid input"): the result
+/// says complete = false and keeps what was measured. Throws
+/// invalid_argument for bad options.
 [[nodiscard]] run_result measure(workload& w, environment& env, const protocol_options& options,
                                  const progress_fn& progress = {});
 

@@ -174,6 +174,12 @@ int run_run(const run_options& o) {
   // Written whatever happened, marked incomplete when cut short.
   if (!o.json_path.empty()) write_text_atomically(o.json_path, to_json(result).dump(1) + "\n");
   if (!o.csv_path.empty()) write_text_atomically(o.csv_path, samples_csv(result));
+  if (result.stop_reason == "invalid input" && result.samples.empty()) {
+    // Nothing was measured: a usage error, said in one line.
+    std::fflush(stdout);
+    fmt::print(stderr, "coolbench run: {}. Run 'coolbench run --help'.\n", result.error);
+    return exit_usage;
+  }
   fmt::print("{}", format_run_summary(result));
   if (result.complete) return exit_ok;
   if (result.stop_reason == "interrupted") return exit_interrupted;
