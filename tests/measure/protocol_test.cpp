@@ -35,6 +35,16 @@ run_result run_sim(sim::gpu& g, const protocol_options& o, int interrupt_after =
 
 double relative_difference(double a, double b) { return std::abs(a - b) / b; }
 
+/// A long power-bound GEMM chain: 5 ms a run, so the cap bites within a
+/// dozen runs.
+sim::gpu_model power_bound_chain() {
+  sim::gpu_model m;
+  m.power_bound = true;
+  m.base_ms = 5;
+  m.heat_c_per_s = 5;
+  return m;
+}
+
 TEST(Protocol, LatencyBoundColdRunConvergesInOneBurst) {
   sim::gpu g({});
   const run_result r = run_sim(g, quick_options());
@@ -54,11 +64,7 @@ TEST(Protocol, LatencyBoundColdRunConvergesInOneBurst) {
 }
 
 TEST(Protocol, PowerBoundColdRunMeasuresInBurstsAndDiscardsCappedSamples) {
-  sim::gpu_model m;
-  m.power_bound = true;
-  m.base_ms = 5;  // a long GEMM chain: the cap bites within a dozen runs
-  m.heat_c_per_s = 5;
-  sim::gpu g(m);
+  sim::gpu g(power_bound_chain());
   protocol_options o = quick_options();
   o.min_samples = 60;
   const run_result r = run_sim(g, o);
@@ -86,11 +92,7 @@ TEST(Protocol, PowerBoundColdRunMeasuresInBurstsAndDiscardsCappedSamples) {
 // cap and the GPU cools before the first burst, instead of heating for the
 // whole warm-up limit and wasting a burst that starts capped.
 TEST(Protocol, ColdWarmUpStopsAtTheCapAndCoolsBeforeTheFirstBurst) {
-  sim::gpu_model m;
-  m.power_bound = true;
-  m.base_ms = 5;
-  m.heat_c_per_s = 5;
-  sim::gpu g(m);
+  sim::gpu g(power_bound_chain());
   sim::workload w(g);
   sim::environment env(g);
   std::vector<std::string> said;
@@ -316,11 +318,7 @@ TEST(Protocol, AGpuThatDisappearsMidRunKeepsWhatWasMeasured) {
 }
 
 TEST(Protocol, OutOfMemoryOnAReacquireKeepsTheEarlierBursts) {
-  sim::gpu_model m;
-  m.power_bound = true;
-  m.base_ms = 5;
-  m.heat_c_per_s = 5;
-  sim::gpu g(m);
+  sim::gpu g(power_bound_chain());
   sim::workload w(g);
   sim::environment env(g);
   protocol_options o = quick_options();
