@@ -124,6 +124,8 @@ nlohmann::json to_json(const run_result& r) {
       {"bursts", r.bursts},
       {"pauses", r.pauses},
       {"releases", r.releases},
+      {"release",
+       r.final_release.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.final_release)},
       {"energy_per_run_j", optional_json(r.energy_per_run_j)}};
   nlohmann::json doc = {{"schema", k_run_schema},     {"complete", r.complete},
                         {"error", r.error},           {"workload", r.workload},
@@ -218,6 +220,7 @@ std::string format_run_summary(const run_result& r) {
   out += fmt::format("{:.1f} s in all, {:.1f} s gating; {} bursts, {} pauses, {} releases\n",
                      r.seconds_total, r.seconds_gating, r.bursts, r.pauses, r.releases);
   if (r.energy_per_run_j) out += fmt::format("energy {:.4f} J per run\n", *r.energy_per_run_j);
+  if (!r.final_release.empty()) out += fmt::format("at the end, {}\n", r.final_release);
   out += fmt::format("stopped: {}{}\n", r.stop_reason,
                      r.converged ? "" : " (the CI did not reach --rel-ci)");
   if (!r.complete)

@@ -88,6 +88,10 @@ class gpu_environment final : public host_environment {
       line << "release: freed " << (r.bytes_freed >> 20) << " MiB, context "
            << (r.context_reset ? "reset" : "kept") << ", " << static_cast<int>(r.seconds * 1000)
            << " ms";
+      if (r.process_listed_after) {
+        line << (*r.process_listed_after ? ", process still listed on the GPU"
+                                         : ", process no longer listed on the GPU");
+      }
     }
     return line.str();
   }

@@ -129,10 +129,12 @@ class runner {
     try {
       m_w.release();
       if (m_r.conditions.gpu) {
-        say(m_env.release_device());
+        m_r.final_release = m_env.release_device();
+        say(m_r.final_release);
         ++m_r.releases;
       }
     } catch (const std::exception& e) {
+      m_r.final_release = std::string("release failed: ") + e.what();
       if (m_r.error.empty()) m_r.error = std::string("releasing at the end: ") + e.what();
     }
     finish();

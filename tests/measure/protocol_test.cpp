@@ -58,9 +58,11 @@ TEST(Protocol, LatencyBoundColdRunConvergesInOneBurst) {
   EXPECT_LE(r.median_ci->first, r.summary.median_ms);
   EXPECT_GE(r.median_ci->second, r.summary.median_ms);
   EXPECT_GT(r.warmup_runs, 0);
-  // Released before measuring and at the end: the GPU is handed back.
+  // Released before measuring and at the end: the GPU is handed back, and
+  // the result says what the last release did.
   EXPECT_GE(g.device_releases, 2);
   EXPECT_EQ(g.prepares, g.releases);
+  EXPECT_EQ(r.final_release, "release: simulated");
 }
 
 TEST(Protocol, PowerBoundColdRunMeasuresInBurstsAndDiscardsCappedSamples) {
@@ -315,6 +317,19 @@ TEST(Protocol, AGpuThatDisappearsMidRunKeepsWhatWasMeasured) {
   EXPECT_NEAR(r.summary.median_ms, 0.4, 1e-9);
   EXPECT_GE(g.device_releases, 2);  // the end's release is still attempted
   EXPECT_EQ(g.prepares, g.releases);
+  EXPECT_EQ(r.final_release, "release: simulated");
+
+  // A GPU that is gone cannot be released either: the run's own error stays
+  // the one reported, and the release's failure is said beside it.
+  sim::gpu gone({});
+  sim::workload w2(gone);
+  sim::environment env2(gone);
+  w2.fail_run_after = 0;
+  env2.releases_before_failing = 1;  // the gate's release works, the end's does not
+  const run_result r2 = measure(w2, env2, quick_options());
+  EXPECT_FALSE(r2.complete);
+  EXPECT_NE(r2.error.find("fell off the bus"), std::string::npos) << r2.error;
+  EXPECT_EQ(r2.final_release, "release failed: cuDevicePrimaryCtxReset failed: CUDA_ERROR_UNKNOWN");
 }
 
 TEST(Protocol, OutOfMemoryOnAReacquireKeepsTheEarlierBursts) {

@@ -236,6 +236,9 @@ class environment final : public measure::environment {
     return std::chrono::nanoseconds(m_gpu.m.period_ns);
   }
   std::string release_device() override {
+    if (releases_before_failing >= 0 && m_gpu.device_releases >= releases_before_failing) {
+      throw cuda_error("cuDevicePrimaryCtxReset failed: CUDA_ERROR_UNKNOWN", 999);
+    }
     ++m_gpu.device_releases;
     m_gpu.idle_for(80);  // a release costs about 80 ms (docs/perf/release.md)
     return "release: simulated";
@@ -243,6 +246,8 @@ class environment final : public measure::environment {
   bool interrupted() override { return interrupt_after >= 0 && ++m_polls > interrupt_after; }
 
   int interrupt_after = -1;  ///< polls before interrupted() turns true; -1 never
+  /// Releases that work before every later one throws (the GPU is gone); -1 never.
+  int releases_before_failing = -1;
 
  private:
   gpu& m_gpu;

@@ -204,6 +204,10 @@ struct run_result {
   int bursts = 0;
   int pauses = 0;    ///< ceiling crossings
   int releases = 0;  ///< device releases done
+  /// What the release at the end of the run did ("release: freed 1030 MiB,
+  /// context reset, 79 ms, process no longer listed on the GPU"), or why it
+  /// failed; empty for a CPU workload.
+  std::string final_release;
   std::optional<double> energy_per_run_j;
   std::optional<profile_result> profile;
 };
