@@ -4,7 +4,12 @@
 # release cycles, the commands and the benchmarks; logs go under $OUT.
 #   scripts/device-check.sh [STEPS...]   steps: tests sanitizer commands
 #                                         release-check release-bench telemetry-bench
-#                                         (default: all but telemetry-bench)
+#                                         thermal-latency thermal-power
+#                                         (default: the first five)
+# The thermal steps are bench/thermal_invariance.py on one workload each,
+# sized for one 10-minute call; results.jsonl grows run by run, so a call cut
+# short still returns what ran. Combine two calls' files with
+# `python3 bench/thermal_invariance.py --from A/results.jsonl B/results.jsonl`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/coolbench-out}
@@ -57,4 +62,15 @@ if want sanitizer; then
 fi
 if want telemetry-bench; then
   build/bench/telemetry_overhead 10 6 2>&1 | tee "$out/telemetry_overhead.md"
+fi
+if want thermal-latency; then
+  # GPT-2 small's QKV projection at sequence 128: latency-bound, barely heats.
+  python3 bench/thermal_invariance.py --build build --workload latency=gemm:fp16:128:2304:768:4 \
+    --repeats 3 --preheat 20 --max-time 30 --out "$out/thermal-latency" 2>&1 | tee "$out/thermal-latency.txt"
+fi
+if want thermal-power; then
+  # bf16 8192^3: power-bound, capped within about 60 ms (FACTS-H200.md §2).
+  python3 bench/thermal_invariance.py --build build --workload power=gemm:bf16:8192:8192:8192:1 \
+    --repeats 2 --preheat 20 --max-time 30 --profile gemm:bf16:8192:8192:8192:1 --profile-time 20 \
+    --out "$out/thermal-power" 2>&1 | tee "$out/thermal-power.txt"
 fi
