@@ -549,8 +549,10 @@ std::int64_t slice_count(std::int64_t dim, std::int64_t start, std::int64_t end,
     end = std::clamp<std::int64_t>(end, 0, dim);
     return end > start ? (end - start - 1) / step + 1 : 0;
   }
-  start = std::clamp<std::int64_t>(start, 0, dim - 1);
-  end = std::clamp<std::int64_t>(end, -1, dim - 1);
+  // min/max, not std::clamp: on an empty axis the bounds cross (0 > -1),
+  // where clamp is undefined; this is the kernel's arithmetic.
+  start = std::min(std::max<std::int64_t>(start, 0), dim - 1);
+  end = std::min(std::max<std::int64_t>(end, -1), dim - 1);
   if (start <= end) return 0;
   return step == std::numeric_limits<std::int64_t>::min() ? 1 : (start - end - 1) / -step + 1;
 }
@@ -912,7 +914,7 @@ std::optional<symbolic_ints> propagate_contents(const op_context& c) {
     const std::int64_t count = slice_count(length, start, p->ends[0], step);
     if (start < 0) start += length;
     start = step > 0 ? std::clamp<std::int64_t>(start, 0, length)
-                     : std::clamp<std::int64_t>(start, 0, length - 1);
+                     : std::min(std::max<std::int64_t>(start, 0), length - 1);
     symbolic_ints result;
     for (std::int64_t i = 0; i < count; ++i) {
       result.push_back((*c.content(0))[static_cast<std::size_t>(start + i * step)]);

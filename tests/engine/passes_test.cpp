@@ -316,6 +316,16 @@ TEST(passes, inference_rules) {
                 .at("c")
                 .describe(),
             "[2, 4, s]");
+  // A backward slice of an empty axis is empty, as the kernel makes it.
+  EXPECT_EQ(infer_one(make_node("Slice", {"a", "starts", "ends", "axes", "steps"}, {"c"}),
+                      {declared("a", f32, {num(0), num(3)})},
+                      {{"starts", ints({-5})},
+                       {"ends", ints({-100})},
+                       {"axes", ints({0})},
+                       {"steps", ints({-1})}})
+                .at("c")
+                .describe(),
+            "[0, 3]");
   EXPECT_EQ(infer_one(make_node("ReduceMean", {"a"}, {"c"}, {{"axes", int_list{-1}}}),
                       {declared("a", f32, {sym("batch"), num(5), num(768)})})
                 .at("c")
