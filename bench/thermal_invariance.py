@@ -122,7 +122,6 @@ def cell(records, workload, policy):
         "cv_cool": cv(cool), "cv_hot": cv(hot),
         "wall_s": statistics.median([r["wall_s"] for r in rows]),
         "ci_half_width": statistics.median(widths) if widths else None,
-        "incomplete": sum(1 for r in rows if not r["complete"]),
         "not_converged": sum(1 for r in rows if not r["converged"]),
         "runs": len(rows),
     }

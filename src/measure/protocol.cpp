@@ -271,12 +271,17 @@ class runner {
     return std::nullopt;
   }
 
-  /// Releases the device, waits until the GPU is at or below the target,
-  /// re-acquires and warms up (fully the first time).
-  void gate(bool full_warmup) {
+  /// The workload's resources, then the device (a context reset).
+  void release_everything() {
     m_w.release();
     say(m_env.release_device());
     ++m_r.releases;
+  }
+
+  /// Releases the device, waits until the GPU is at or below the target,
+  /// re-acquires and warms up (fully the first time).
+  void gate(bool full_warmup) {
+    release_everything();
     const std::int64_t began = m_env.now_ns();
     auto t = temperature();
     if (!t) {
@@ -527,9 +532,7 @@ class runner {
     // Not gated (the soak heats anyway), but isolated: a release first, so
     // what ran earlier in this process leaves no state hidden from the
     // sensors (a small L1 after a large shared-memory kernel, FACTS §4).
-    m_w.release();
-    say(m_env.release_device());
-    ++m_r.releases;
+    release_everything();
     m_w.prepare();
     const std::int64_t began = m_env.now_ns();
     say("heat-soak: until the temperature moves less than " + format_c(m_o.soak_steady_c) +
