@@ -66,11 +66,11 @@ fi
 if want thermal-latency; then
   # GPT-2 small's QKV projection at sequence 128: latency-bound, barely heats.
   python3 bench/thermal_invariance.py --build build --workload latency=gemm:fp16:128:2304:768:4 \
-    --repeats 3 --preheat 20 --max-time 30 --out "$out/thermal-latency" 2>&1 | tee "$out/thermal-latency.txt"
+    --repeats 3 --preheat 15 --max-time 20 --out "$out/thermal-latency" 2>&1 | tee "$out/thermal-latency.txt"
 fi
 if want thermal-power; then
   # bf16 8192^3: power-bound, capped within about 60 ms (FACTS-H200.md §2).
   python3 bench/thermal_invariance.py --build build --workload power=gemm:bf16:8192:8192:8192:1 \
-    --repeats 2 --preheat 20 --max-time 30 --profile gemm:bf16:8192:8192:8192:1 --profile-time 20 \
+    --repeats 2 --preheat 15 --max-time 20 --profile gemm:bf16:8192:8192:8192:1 --profile-time 15 \
     --out "$out/thermal-power" 2>&1 | tee "$out/thermal-power.txt"
 fi

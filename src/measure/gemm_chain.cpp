@@ -1,14 +1,19 @@
 // The GEMM chain workload: COUNT cuBLASLt matmuls back to back on the lease's
-// stream, timed with CUDA events. Every resource comes from the device layer
+// stream, timed with CUDA events around them while a wait kernel holds the
+// stream, so the figure is GPU time and not the host's launch rate
+// (detail/stream_hold.hpp). Every resource comes from the device layer
 // (memory, stream, events) or is adopted by it (the cuBLASLt handle and
 // descriptors), so a device release destroys them and prepare() rebuilds.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -19,6 +24,7 @@
 #include "measure/detail/cublas_check.hpp"
 #include "measure/detail/fill_random.hpp"
 #include "measure/detail/gemm_chain.hpp"
+#include "measure/detail/stream_hold.hpp"
 
 namespace coolbench::measure {
 namespace {
@@ -29,6 +35,11 @@ constexpr std::size_t workspace_bytes = std::size_t{32} << 20U;
 constexpr std::uint64_t seed_a = 1;
 constexpr std::uint64_t seed_b = 2;
 constexpr std::uint64_t seed_c = 3;
+// The first hold: a cuBLASLt launch takes the host a few microseconds. A hold
+// found too short doubles (to at most max_hold_ns) and the sample is redone.
+constexpr std::uint64_t first_hold_base_ns = 20'000;
+constexpr std::uint64_t first_hold_per_gemm_ns = 15'000;
+constexpr std::uint64_t max_hold_ns = 200'000'000;
 
 std::size_t element_bytes(gemm_dtype dtype) { return dtype == gemm_dtype::fp32 ? 4 : 2; }
 
@@ -118,20 +129,22 @@ class gemm_chain final : public workload {
   timing run() override {
     prepare();
     prepared& p = *m_prepared;
-    const float alpha = 1.0F;
-    const float beta = 0.0F;
     timing t;
     t.start_ns = steady_now_ns();
-    COOLBENCH_CUDA_CALL(cudaEventRecord(m_start, p.stream));
-    // Row-major C = A·B is column-major C^T = B^T·A^T: cuBLASLt's "A" is our
-    // B (N x K, leading dimension N) and its "B" our A (K x M, leading K).
-    for (int i = 0; i < m_spec.count; ++i) {
-      COOLBENCH_CUBLAS_CALL(cublasLtMatmul(
-          p.lt, p.op, &alpha, p.b_ptr, p.layout_b, p.a_ptr, p.layout_a, &beta, p.c_ptr, p.layout_c,
-          p.c_ptr, p.layout_c, &p.algo, p.workspace_ptr, workspace_bytes, p.stream));
+    for (;;) {
+      detail::hold_stream(p.stream, m_hold_ns);
+      COOLBENCH_CUDA_CALL(cudaEventRecord(m_start, p.stream));
+      enqueue_chain(p);
+      COOLBENCH_CUDA_CALL(cudaEventRecord(m_end, p.stream));
+      // Still held once everything is queued: the GPU ran the chain without
+      // waiting for the host. Otherwise the figure could include launch gaps.
+      const cudaError_t started = cudaEventQuery(m_start);
+      if (started != cudaErrorNotReady) COOLBENCH_CUDA_CALL(started);
+      COOLBENCH_CUDA_CALL(cudaEventSynchronize(m_end));
+      if (started == cudaErrorNotReady || m_hold_ns >= max_hold_ns) break;
+      m_hold_ns = std::min(m_hold_ns * 2, max_hold_ns);
+      ++m_short_holds;
     }
-    COOLBENCH_CUDA_CALL(cudaEventRecord(m_end, p.stream));
-    COOLBENCH_CUDA_CALL(cudaEventSynchronize(m_end));
     t.end_ns = steady_now_ns();
     float ms = 0;
     COOLBENCH_CUDA_CALL(cudaEventElapsedTime(&ms, m_start, m_end));
@@ -140,6 +153,9 @@ class gemm_chain final : public workload {
   }
 
   void release() override { m_prepared.reset(); }
+
+  [[nodiscard]] detail::hold_state hold() const { return {m_hold_ns, m_short_holds}; }
+  void set_launch_gap(std::chrono::nanoseconds gap) { m_launch_gap = gap; }
 
   std::vector<float> read(detail::gemm_matrix which) {
     prepare();
@@ -199,6 +215,19 @@ class gemm_chain final : public workload {
     cublasLtMatrixLayout_t layout_c = nullptr;
     cublasLtMatmulAlgo_t algo{};
   };
+
+  void enqueue_chain(prepared& p) {
+    const float alpha = 1.0F;
+    const float beta = 0.0F;
+    // Row-major C = A·B is column-major C^T = B^T·A^T: cuBLASLt's "A" is our
+    // B (N x K, leading dimension N) and its "B" our A (K x M, leading K).
+    for (int i = 0; i < m_spec.count; ++i) {
+      if (m_launch_gap.count() > 0) std::this_thread::sleep_for(m_launch_gap);
+      COOLBENCH_CUBLAS_CALL(cublasLtMatmul(
+          p.lt, p.op, &alpha, p.b_ptr, p.layout_b, p.a_ptr, p.layout_a, &beta, p.c_ptr, p.layout_c,
+          p.c_ptr, p.layout_c, &p.algo, p.workspace_ptr, workspace_bytes, p.stream));
+    }
+  }
 
   void build(prepared& p) {
     const std::size_t size = element_bytes(m_spec.dtype);
@@ -276,6 +305,10 @@ class gemm_chain final : public workload {
   CUevent_st* m_start = nullptr;
   CUevent_st* m_end = nullptr;
   std::uint64_t m_events_generation = 0;
+  std::uint64_t m_hold_ns =
+      first_hold_base_ns + first_hold_per_gemm_ns * static_cast<std::uint64_t>(m_spec.count);
+  std::uint64_t m_short_holds = 0;
+  std::chrono::nanoseconds m_launch_gap{0};  // tests only: a slow host
 };
 
 }  // namespace
@@ -290,6 +323,18 @@ std::vector<float> read_gemm_matrix(workload& chain, gemm_matrix which) {
   auto* gemm = dynamic_cast<gemm_chain*>(&chain);
   if (gemm == nullptr) throw invalid_argument(chain.describe() + " is not a GEMM chain");
   return gemm->read(which);
+}
+
+hold_state gemm_chain_hold(const workload& chain) {
+  const auto* gemm = dynamic_cast<const gemm_chain*>(&chain);
+  if (gemm == nullptr) throw invalid_argument(chain.describe() + " is not a GEMM chain");
+  return gemm->hold();
+}
+
+void set_launch_gap(workload& chain, std::chrono::nanoseconds gap) {
+  auto* gemm = dynamic_cast<gemm_chain*>(&chain);
+  if (gemm == nullptr) throw invalid_argument(chain.describe() + " is not a GEMM chain");
+  gemm->set_launch_gap(gap);
 }
 
 }  // namespace detail

@@ -132,6 +132,39 @@ TEST(gemm_chain, event_latency_is_positive_consistent_and_within_the_host_time) 
   }
 }
 
+// The figure is GPU time, whatever the host's launch rate: with the host made
+// to sleep 300 us before each of 4 launches, an unheld stream would time at
+// least 900 us; the held one must give the unslowed figure, having grown its
+// hold by itself.
+TEST(gemm_chain, a_slow_host_does_not_change_the_figure) {
+  SKIP_WITHOUT_GPU();
+  const gemm_chain_spec spec{.dtype = gemm_dtype::fp16, .m = 128, .n = 2304, .k = 768, .count = 4};
+  const auto median_of = [](workload& w) {
+    std::vector<double> ms;
+    for (int i = 0; i < 41; ++i) ms.push_back(w.run().latency_ms);
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  };
+  auto w = make_gemm_chain(spec, 0);
+  for (int i = 0; i < 10; ++i) (void)w->run();  // warm-up
+  const double fast = median_of(*w);
+  const auto before = detail::gemm_chain_hold(*w);
+  detail::set_launch_gap(*w, std::chrono::microseconds(300));
+  const double slow = median_of(*w);
+  const auto after = detail::gemm_chain_hold(*w);
+  std::printf(
+      "RECORD hold: %s median %.4f ms with a fast host, %.4f ms with 300 us before each "
+      "launch; hold %.0f -> %.0f us, %llu samples redone\n",
+      to_string(spec).c_str(), fast, slow, static_cast<double>(before.hold_ns) / 1e3,
+      static_cast<double>(after.hold_ns) / 1e3, static_cast<unsigned long long>(after.short_holds));
+  EXPECT_LT(slow, 0.9);  // an unheld stream would show the host's 4 x 300 us
+  EXPECT_NEAR(slow, fast, 0.1 * fast + 0.002);
+  EXPECT_GT(after.hold_ns, before.hold_ns);
+  EXPECT_GT(after.short_holds, before.short_holds);
+  w->release();
+  EXPECT_TRUE(device::device::get(0).release().released);
+}
+
 TEST(gemm_chain, release_lets_the_device_release_and_the_next_run_reacquires) {
   SKIP_WITHOUT_GPU();
   auto& gpu = device::device::get(0);

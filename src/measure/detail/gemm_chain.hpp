@@ -1,7 +1,9 @@
-// What tests need of a prepared GEMM chain beyond the workload interface: its
-// matrices, copied back to the host.
+// What tests need of a GEMM chain beyond the workload interface: its matrices,
+// copied back to the host, and its stream hold (detail/stream_hold.hpp).
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <vector>
 
 #include "coolbench/measure/workload.hpp"
@@ -14,5 +16,15 @@ enum class gemm_matrix : std::uint8_t { a, b, c };
 /// row-major, converted to float; prepares the chain first. Synchronizes its
 /// stream. Throws invalid_argument when `chain` is not a GEMM chain.
 [[nodiscard]] std::vector<float> read_gemm_matrix(workload& chain, gemm_matrix which);
+
+struct hold_state {
+  std::uint64_t hold_ns = 0;      ///< how long the next run() holds its stream
+  std::uint64_t short_holds = 0;  ///< samples redone because the hold ended too early
+};
+/// The chain's current hold. Throws invalid_argument when `chain` is not a GEMM chain.
+[[nodiscard]] hold_state gemm_chain_hold(const workload& chain);
+/// Makes the host sleep `gap` before each matmul launch, as a slow or busy
+/// host would. Throws invalid_argument when `chain` is not a GEMM chain.
+void set_launch_gap(workload& chain, std::chrono::nanoseconds gap);
 
 }  // namespace coolbench::measure::detail
