@@ -20,7 +20,7 @@ want() { [[ " ${steps[*]} " == *" $1 "* ]]; }
 log="$out/device-check.log"
 {
   date -u
-  nvidia-smi --query-gpu=name,driver_version,temperature.gpu,clocks.sm,power.draw --format=csv
+  nvidia-smi --query-gpu=name,uuid,driver_version,temperature.gpu,clocks.sm,power.draw --format=csv
   git log -1 --format='commit %H' 2>/dev/null || true
 } | tee "$log"
 # Warnings stay warnings here: this machine's compiler differs from CI's (which
@@ -64,13 +64,15 @@ if want telemetry-bench; then
   build/bench/telemetry_overhead 10 6 2>&1 | tee "$out/telemetry_overhead.md"
 fi
 if want thermal-latency; then
-  # GPT-2 small's QKV projection at sequence 128: latency-bound, barely heats.
-  python3 bench/thermal_invariance.py --build build --workload latency=gemm:fp16:128:2304:768:4 \
-    --repeats 3 --preheat 15 --max-time 20 --out "$out/thermal-latency" 2>&1 | tee "$out/thermal-latency.txt"
+  # GPT-2 small's 48 layer GEMMs at sequence 128: latency-bound, barely heats,
+  # some 6,000 ticks of the event timer long (docs/measure.md, "GEMM chains").
+  python3 bench/thermal_invariance.py --build build --workload latency=gemm:fp16:gpt2-small \
+    --repeats 3 --preheat 12 --max-time 20 --rel-ci 0.001 --out "$out/thermal-latency" 2>&1 |
+    tee "$out/thermal-latency.txt"
 fi
 if want thermal-power; then
   # bf16 8192^3: power-bound, capped within about 60 ms (FACTS-H200.md §2).
   python3 bench/thermal_invariance.py --build build --workload power=gemm:bf16:8192:8192:8192:1 \
-    --repeats 2 --preheat 15 --max-time 20 --profile gemm:bf16:8192:8192:8192:1 --profile-time 15 \
+    --repeats 2 --preheat 15 --max-time 20 --rel-ci 0.001 --profile gemm:bf16:8192:8192:8192:1 --profile-time 15 \
     --out "$out/thermal-power" 2>&1 | tee "$out/thermal-power.txt"
 fi

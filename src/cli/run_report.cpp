@@ -106,6 +106,8 @@ nlohmann::json to_json(const run_result& r) {
       {"latency", to_json(r.summary)},
       {"median_ci_ms", r.median_ci ? nlohmann::json{r.median_ci->first, r.median_ci->second}
                                    : nlohmann::json(nullptr)},
+      {"timer_step_ms", optional_json(r.timer_step_ms)},
+      {"warnings", r.warnings},
       {"converged", r.converged},
       {"stop_reason", r.stop_reason},
       {"discarded", r.discarded},
@@ -199,8 +201,13 @@ std::string format_run_summary(const run_result& r) {
       out += fmt::format(" (CI {:.0f}%: {:.4f} to {:.4f} ms, ±{:.2f}%)", 100 * r.options.ci_level,
                          r.median_ci->first, r.median_ci->second, 100 * half / s.median_ms);
     }
-    out += fmt::format("\np90 {:.4f} ms, p99 {:.4f} ms, min {:.4f} ms, CV {:.2f}%\n", s.p90_ms,
+    out += fmt::format("\np90 {:.4f} ms, p99 {:.4f} ms, min {:.4f} ms, CV {:.2f}%", s.p90_ms,
                        s.p99_ms, s.min_ms, 100 * s.cv);
+    if (r.timer_step_ms) {
+      out += fmt::format(", timer step {:.6f} ms ({:.3f}% of the median)", *r.timer_step_ms,
+                         100 * *r.timer_step_ms / s.median_ms);
+    }
+    out += "\n";
   }
   out += fmt::format("samples: {} kept, {} discarded", s.count, r.discarded);
   for (const auto& [reason, n] : r.discarded_by_reason) out += fmt::format("; {} {}", n, reason);
@@ -221,6 +228,7 @@ std::string format_run_summary(const run_result& r) {
                      r.seconds_total, r.seconds_gating, r.bursts, r.pauses, r.releases);
   if (r.energy_per_run_j) out += fmt::format("energy {:.4f} J per run\n", *r.energy_per_run_j);
   if (!r.final_release.empty()) out += fmt::format("at the end, {}\n", r.final_release);
+  for (const auto& warning : r.warnings) out += fmt::format("warning: {}\n", warning);
   out += fmt::format("stopped: {}{}\n", r.stop_reason,
                      r.converged ? "" : " (the CI did not reach --rel-ci)");
   if (!r.complete)

@@ -1,5 +1,5 @@
-// The GEMM chain workload: COUNT cuBLASLt matmuls back to back on the lease's
-// stream, timed with CUDA events around them while a wait kernel holds the
+// The GEMM chain workload: its shapes' cuBLASLt matmuls back to back on the
+// lease's stream, timed with CUDA events around them while a wait kernel holds the
 // stream, so the figure is GPU time and not the host's launch rate
 // (detail/stream_hold.hpp). Every resource comes from the device layer
 // (memory, stream, events) or is adopted by it (the cuBLASLt handle and
@@ -31,10 +31,9 @@ namespace {
 
 // cuBLAS recommends 32 MiB of workspace on Hopper; smaller GPUs use less of it.
 constexpr std::size_t workspace_bytes = std::size_t{32} << 20U;
-// Seeds of A, B and C: fixed, so every run and every process computes the same.
-constexpr std::uint64_t seed_a = 1;
-constexpr std::uint64_t seed_b = 2;
-constexpr std::uint64_t seed_c = 3;
+// The seed of the first shape's A; B, C and the later shapes' matrices take
+// the next ones.
+constexpr std::uint64_t first_seed = 1;
 // The first hold: a cuBLASLt launch takes the host a few microseconds. A hold
 // found too short doubles (to at most max_hold_ns) and the sample is redone.
 constexpr std::uint64_t first_hold_base_ns = 20'000;
@@ -87,9 +86,12 @@ class gemm_chain final : public workload {
  public:
   gemm_chain(const gemm_chain_spec& spec, int device) : m_spec(spec), m_device(device) {
     validate(spec);
-    const double elements = static_cast<double>(spec.m) * static_cast<double>(spec.k) +
-                            static_cast<double>(spec.k) * static_cast<double>(spec.n) +
-                            static_cast<double>(spec.m) * static_cast<double>(spec.n);
+    double elements = 0;
+    for (const gemm_shape& s : spec.shapes) {
+      elements += static_cast<double>(s.m) * static_cast<double>(s.k) +
+                  static_cast<double>(s.k) * static_cast<double>(s.n) +
+                  static_cast<double>(s.m) * static_cast<double>(s.n);
+    }
     if (elements * static_cast<double>(element_bytes(spec.dtype)) > 1e15) {
       throw invalid_argument("GEMM chain " + to_string(spec) +
                              ": its matrices would need over a petabyte");
@@ -101,21 +103,29 @@ class gemm_chain final : public workload {
   gemm_chain(gemm_chain&&) = delete;
   gemm_chain& operator=(gemm_chain&&) = delete;
 
+  // "gemm fp16 128x2304x768 x4 (cuBLASLt)", or with several shapes
+  // "gemm fp16 128x2304x768 x1, 128x768x768 x1 @12: 24 GEMMs (cuBLASLt)".
   [[nodiscard]] std::string describe() const override {
-    return "gemm " + std::string(to_string(m_spec.dtype)) + " " + std::to_string(m_spec.m) + "x" +
-           std::to_string(m_spec.n) + "x" + std::to_string(m_spec.k) + " x" +
-           std::to_string(m_spec.count) + " (cuBLASLt)";
+    std::string text = "gemm " + std::string(to_string(m_spec.dtype)) + " ";
+    for (std::size_t i = 0; i < m_spec.shapes.size(); ++i) {
+      const gemm_shape& s = m_spec.shapes[i];
+      if (i > 0) text += ", ";
+      text += std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " x" +
+              std::to_string(s.count);
+    }
+    if (m_spec.rounds != 1) text += " @" + std::to_string(m_spec.rounds);
+    if (m_spec.shapes.size() > 1 || m_spec.rounds != 1) {
+      text += ": " + std::to_string(gemm_count(m_spec)) + " GEMMs";
+    }
+    return text + " (cuBLASLt)";
   }
   [[nodiscard]] std::optional<int> device() const override { return m_device; }
-  [[nodiscard]] std::optional<double> flops() const override {
-    return 2.0 * static_cast<double>(m_spec.m) * static_cast<double>(m_spec.n) *
-           static_cast<double>(m_spec.k) * m_spec.count;
-  }
+  [[nodiscard]] std::optional<double> flops() const override { return gemm_flops(m_spec); }
 
   void prepare() override {
     // A device release (by this thread, or after this chain's release()) leaves
     // the buffers stale: then everything is made again in the new context.
-    if (m_prepared && m_prepared->a.valid() && m_prepared->handle.valid()) return;
+    if (m_prepared && m_prepared->workspace.valid() && m_prepared->handle.valid()) return;
     m_prepared.reset();
     m_prepared.emplace(device::device::get(m_device).acquire());
     try {
@@ -157,23 +167,28 @@ class gemm_chain final : public workload {
   [[nodiscard]] detail::hold_state hold() const { return {m_hold_ns, m_short_holds}; }
   void set_launch_gap(std::chrono::nanoseconds gap) { m_launch_gap = gap; }
 
-  std::vector<float> read(detail::gemm_matrix which) {
+  std::vector<float> read(detail::gemm_matrix which, std::size_t shape) {
+    if (shape >= m_spec.shapes.size()) {
+      throw invalid_argument(describe() + " has no shape " + std::to_string(shape + 1));
+    }
     prepare();
     prepared& p = *m_prepared;
+    const gemm_shape& s = m_spec.shapes[shape];
+    const operands& o = p.shapes[shape];
     const void* source = nullptr;
     std::size_t elements = 0;
     switch (which) {
       case detail::gemm_matrix::a:
-        source = p.a_ptr;
-        elements = static_cast<std::size_t>(m_spec.m * m_spec.k);
+        source = o.a.get();
+        elements = static_cast<std::size_t>(s.m * s.k);
         break;
       case detail::gemm_matrix::b:
-        source = p.b_ptr;
-        elements = static_cast<std::size_t>(m_spec.k * m_spec.n);
+        source = o.b.get();
+        elements = static_cast<std::size_t>(s.k * s.n);
         break;
       case detail::gemm_matrix::c:
-        source = p.c_ptr;
-        elements = static_cast<std::size_t>(m_spec.m * m_spec.n);
+        source = o.c.get();
+        elements = static_cast<std::size_t>(s.m * s.n);
         break;
     }
     const std::size_t size = element_bytes(m_spec.dtype);
@@ -195,25 +210,27 @@ class gemm_chain final : public workload {
   }
 
  private:
+  // One shape's matrices, layouts and algorithm.
+  struct operands {
+    device::buffer a, b, c;
+    cublasLtMatrixLayout_t layout_a = nullptr;
+    cublasLtMatrixLayout_t layout_b = nullptr;
+    cublasLtMatrixLayout_t layout_c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+  };
   // Everything of one prepare(). Members are destroyed in reverse order: the
   // adopted cuBLASLt objects first, then the memory, then the lease.
   struct prepared {
     explicit prepared(device::lease&& l) : lease(std::move(l)) {}
     device::lease lease;
-    device::buffer a, b, c, workspace;
+    device::buffer workspace;
+    std::vector<operands> shapes;
     std::vector<device::owned_resource> owned;
     device::owned_resource handle;  // the cuBLASLt handle; invalid after a release
     CUstream_st* stream = nullptr;
-    void* a_ptr = nullptr;
-    void* b_ptr = nullptr;
-    void* c_ptr = nullptr;
     void* workspace_ptr = nullptr;
     cublasLtHandle_t lt = nullptr;
     cublasLtMatmulDesc_t op = nullptr;
-    cublasLtMatrixLayout_t layout_a = nullptr;
-    cublasLtMatrixLayout_t layout_b = nullptr;
-    cublasLtMatrixLayout_t layout_c = nullptr;
-    cublasLtMatmulAlgo_t algo{};
   };
 
   void enqueue_chain(prepared& p) {
@@ -221,31 +238,41 @@ class gemm_chain final : public workload {
     const float beta = 0.0F;
     // Row-major C = A·B is column-major C^T = B^T·A^T: cuBLASLt's "A" is our
     // B (N x K, leading dimension N) and its "B" our A (K x M, leading K).
-    for (int i = 0; i < m_spec.count; ++i) {
-      if (m_launch_gap.count() > 0) std::this_thread::sleep_for(m_launch_gap);
-      COOLBENCH_CUBLAS_CALL(cublasLtMatmul(
-          p.lt, p.op, &alpha, p.b_ptr, p.layout_b, p.a_ptr, p.layout_a, &beta, p.c_ptr, p.layout_c,
-          p.c_ptr, p.layout_c, &p.algo, p.workspace_ptr, workspace_bytes, p.stream));
+    for (int round = 0; round < m_spec.rounds; ++round) {
+      for (std::size_t i = 0; i < m_spec.shapes.size(); ++i) {
+        const operands& o = p.shapes[i];
+        for (int j = 0; j < m_spec.shapes[i].count; ++j) {
+          if (m_launch_gap.count() > 0) std::this_thread::sleep_for(m_launch_gap);
+          COOLBENCH_CUBLAS_CALL(cublasLtMatmul(p.lt, p.op, &alpha, o.b.get(), o.layout_b, o.a.get(),
+                                               o.layout_a, &beta, o.c.get(), o.layout_c, o.c.get(),
+                                               o.layout_c, &o.algo, p.workspace_ptr,
+                                               workspace_bytes, p.stream));
+        }
+      }
     }
   }
 
   void build(prepared& p) {
     const std::size_t size = element_bytes(m_spec.dtype);
-    const auto m = static_cast<std::size_t>(m_spec.m);
-    const auto n = static_cast<std::size_t>(m_spec.n);
-    const auto k = static_cast<std::size_t>(m_spec.k);
     p.stream = p.lease.stream();
-    p.a = p.lease.allocate(m * k * size);
-    p.b = p.lease.allocate(k * n * size);
-    p.c = p.lease.allocate(m * n * size);
     p.workspace = p.lease.allocate(workspace_bytes);
-    p.a_ptr = p.a.get();
-    p.b_ptr = p.b.get();
-    p.c_ptr = p.c.get();
     p.workspace_ptr = p.workspace.get();
-    detail::fill_uniform(p.a_ptr, m * k, m_spec.dtype, seed_a, p.stream);
-    detail::fill_uniform(p.b_ptr, k * n, m_spec.dtype, seed_b, p.stream);
-    detail::fill_uniform(p.c_ptr, m * n, m_spec.dtype, seed_c, p.stream);
+    // Seeds differ per shape and matrix, fixed, so every run and every
+    // process computes the same.
+    std::uint64_t seed = first_seed;
+    p.shapes.resize(m_spec.shapes.size());
+    for (std::size_t i = 0; i < m_spec.shapes.size(); ++i) {
+      const auto m = static_cast<std::size_t>(m_spec.shapes[i].m);
+      const auto n = static_cast<std::size_t>(m_spec.shapes[i].n);
+      const auto k = static_cast<std::size_t>(m_spec.shapes[i].k);
+      operands& o = p.shapes[i];
+      o.a = p.lease.allocate(m * k * size);
+      o.b = p.lease.allocate(k * n * size);
+      o.c = p.lease.allocate(m * n * size);
+      detail::fill_uniform(o.a.get(), m * k, m_spec.dtype, seed++, p.stream);
+      detail::fill_uniform(o.b.get(), k * n, m_spec.dtype, seed++, p.stream);
+      detail::fill_uniform(o.c.get(), m * n, m_spec.dtype, seed++, p.stream);
+    }
 
     // Events outlive a release() of this chain when the context does: a
     // lease can create them but not destroy them, so they are made once per
@@ -272,11 +299,18 @@ class gemm_chain final : public workload {
       p.owned.push_back(p.lease.adopt(device::resource_kind::blas_handle,
                                       [l = layout] { cublasLtMatrixLayoutDestroy(l); }));
     };
-    // Column-major views (see run()): our B is N x K, our A is K x M, C is N x M.
-    make_layout(p.layout_b, n, k);
-    make_layout(p.layout_a, k, m);
-    make_layout(p.layout_c, n, m);
+    for (std::size_t i = 0; i < m_spec.shapes.size(); ++i) {
+      const gemm_shape& s = m_spec.shapes[i];
+      operands& o = p.shapes[i];
+      // Column-major views (see enqueue_chain): our B is N x K, A is K x M, C is N x M.
+      make_layout(o.layout_b, static_cast<std::uint64_t>(s.n), static_cast<std::uint64_t>(s.k));
+      make_layout(o.layout_a, static_cast<std::uint64_t>(s.k), static_cast<std::uint64_t>(s.m));
+      make_layout(o.layout_c, static_cast<std::uint64_t>(s.n), static_cast<std::uint64_t>(s.m));
+      o.algo = find_algorithm(p, o, s);
+    }
+  }
 
+  cublasLtMatmulAlgo_t find_algorithm(prepared& p, const operands& o, const gemm_shape& s) const {
     cublasLtMatmulPreference_t preference = nullptr;
     COOLBENCH_CUBLAS_CALL(cublasLtMatmulPreferenceCreate(&preference));
     const std::uint64_t workspace_limit = workspace_bytes;
@@ -288,15 +322,17 @@ class gemm_chain final : public workload {
     const cublasStatus_t found =
         set != CUBLAS_STATUS_SUCCESS
             ? set
-            : cublasLtMatmulAlgoGetHeuristic(p.lt, p.op, p.layout_b, p.layout_a, p.layout_c,
-                                             p.layout_c, preference, 1, &result, &returned);
+            : cublasLtMatmulAlgoGetHeuristic(p.lt, p.op, o.layout_b, o.layout_a, o.layout_c,
+                                             o.layout_c, preference, 1, &result, &returned);
     cublasLtMatmulPreferenceDestroy(preference);
     COOLBENCH_CUBLAS_CALL(found);
     if (returned == 0) {
-      throw not_available("cuBLASLt has no algorithm for " + describe() + " on GPU " +
+      throw not_available("cuBLASLt has no algorithm for " + std::to_string(s.m) + "x" +
+                          std::to_string(s.n) + "x" + std::to_string(s.k) + " " +
+                          std::string(to_string(m_spec.dtype)) + " on GPU " +
                           std::to_string(m_device));
     }
-    p.algo = result.algo;
+    return result.algo;
   }
 
   gemm_chain_spec m_spec;
@@ -305,8 +341,9 @@ class gemm_chain final : public workload {
   CUevent_st* m_start = nullptr;
   CUevent_st* m_end = nullptr;
   std::uint64_t m_events_generation = 0;
-  std::uint64_t m_hold_ns =
-      first_hold_base_ns + first_hold_per_gemm_ns * static_cast<std::uint64_t>(m_spec.count);
+  std::uint64_t m_hold_ns = std::min(
+      max_hold_ns,
+      first_hold_base_ns + first_hold_per_gemm_ns * static_cast<std::uint64_t>(gemm_count(m_spec)));
   std::uint64_t m_short_holds = 0;
   std::chrono::nanoseconds m_launch_gap{0};  // tests only: a slow host
 };
@@ -319,10 +356,10 @@ std::unique_ptr<workload> make_gemm_chain(const gemm_chain_spec& spec, int devic
 
 namespace detail {
 
-std::vector<float> read_gemm_matrix(workload& chain, gemm_matrix which) {
+std::vector<float> read_gemm_matrix(workload& chain, gemm_matrix which, std::size_t shape) {
   auto* gemm = dynamic_cast<gemm_chain*>(&chain);
   if (gemm == nullptr) throw invalid_argument(chain.describe() + " is not a GEMM chain");
-  return gemm->read(which);
+  return gemm->read(which, shape);
 }
 
 hold_state gemm_chain_hold(const workload& chain) {

@@ -17,8 +17,7 @@ heater::~heater() {
 }
 
 double heater::flops_per_gemm() const noexcept {
-  return 2.0 * static_cast<double>(m_chain.m) * static_cast<double>(m_chain.n) *
-         static_cast<double>(m_chain.k);
+  return gemm_flops(m_chain) / static_cast<double>(gemm_count(m_chain));
 }
 
 void heater::start() {
@@ -78,7 +77,7 @@ void heater::loop() {
     bool first = true;
     while (!m_stop.load()) {
       (void)chain->run();
-      m_gemms += static_cast<std::uint64_t>(m_chain.count);
+      m_gemms += static_cast<std::uint64_t>(gemm_count(m_chain));
       if (first) {
         signal_ready(nullptr);
         first = false;

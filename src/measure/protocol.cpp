@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <map>
 #include <span>
 #include <sstream>
@@ -627,6 +628,22 @@ class runner {
         m_r.median_ci = std::pair{ci.lower, ci.upper};
       } catch (const invalid_argument&) {
         // Too few samples for a CI at this level: the summary says so.
+      }
+    }
+    if (kept.size() > 1) {
+      const double step = stats::smallest_step(kept);
+      if (step > 0) m_r.timer_step_ms = step;
+      const double median = m_r.summary.median_ms;
+      // A step as large as the CI asked for: the median moves in whole ticks,
+      // and differences of a tick or two are the timer, not the GPU.
+      if (step > 0 && median > 0 && step >= m_o.rel_ci * median) {
+        std::ostringstream w;
+        w << std::fixed << std::setprecision(6) << "the timer's step, " << step << " ms, is "
+          << std::setprecision(2) << 100 * step / median
+          << "% of the median, not finer than --rel-ci (" << 100 * m_o.rel_ci
+          << "%): the figure moves in steps of that size; a longer workload resolves more";
+        m_r.warnings.push_back(w.str());
+        say("warning: " + m_r.warnings.back());
       }
     }
     if (m_r.stop_reason.empty()) m_r.stop_reason = "stopped";

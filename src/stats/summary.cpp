@@ -81,6 +81,17 @@ double stddev(std::span<const double> values) {
   return std::sqrt(squares / static_cast<double>(values.size() - 1));
 }
 
+double smallest_step(std::span<const double> values) {
+  detail::require_samples(values, "stats::smallest_step");
+  const std::vector<double> sorted = sorted_copy(values);
+  double step = 0;
+  for (std::size_t i = 1; i < sorted.size(); ++i) {
+    const double gap = sorted[i] - sorted[i - 1];
+    if (gap > 0 && (step == 0 || gap < step)) step = gap;
+  }
+  return step;
+}
+
 summary summarize(std::span<const double> values) {
   detail::require_samples(values, "stats::summarize");
   const std::vector<double> sorted = sorted_copy(values);

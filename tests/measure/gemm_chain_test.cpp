@@ -43,7 +43,7 @@ void expect_same_result(const std::vector<float>& x, const std::vector<float>& y
 }
 
 // C = A·B on the host, in double, from the matrices the GPU holds.
-std::vector<double> reference(const gemm_chain_spec& s, const std::vector<float>& a,
+std::vector<double> reference(const gemm_shape& s, const std::vector<float>& a,
                               const std::vector<float>& b) {
   std::vector<double> c(static_cast<std::size_t>(s.m * s.n));
   for (std::int64_t i = 0; i < s.m; ++i) {
@@ -59,34 +59,37 @@ std::vector<double> reference(const gemm_chain_spec& s, const std::vector<float>
   return c;
 }
 
-// The largest |C - reference| less `relative` * |reference|.
+// The largest |C - reference| less `relative` * |reference|, for every shape.
 void expect_close(const gemm_chain_spec& spec, workload& w, double relative, double absolute) {
-  const auto a = read_gemm_matrix(w, gemm_matrix::a);
-  const auto b = read_gemm_matrix(w, gemm_matrix::b);
-  const auto c = read_gemm_matrix(w, gemm_matrix::c);
-  // Seeded random inputs, never zero, in [-1, 1).
-  EXPECT_EQ(std::count(a.begin(), a.end(), 0.0F), 0);
-  EXPECT_EQ(std::count(b.begin(), b.end(), 0.0F), 0);
-  EXPECT_LE(*std::max_element(a.begin(), a.end()), 1.0F);
-  EXPECT_GE(*std::min_element(a.begin(), a.end()), -1.0F);
-  const auto ref = reference(spec, a, b);
-  double worst = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    const double excess =
-        std::abs(static_cast<double>(c[i]) - ref[i]) - relative * std::abs(ref[i]);
-    worst = std::max(worst, excess);
-    ASSERT_TRUE(std::isfinite(c[i])) << i;
+  for (std::size_t shape = 0; shape < spec.shapes.size(); ++shape) {
+    const auto a = read_gemm_matrix(w, gemm_matrix::a, shape);
+    const auto b = read_gemm_matrix(w, gemm_matrix::b, shape);
+    const auto c = read_gemm_matrix(w, gemm_matrix::c, shape);
+    // Seeded random inputs, never zero, in [-1, 1).
+    EXPECT_EQ(std::count(a.begin(), a.end(), 0.0F), 0);
+    EXPECT_EQ(std::count(b.begin(), b.end(), 0.0F), 0);
+    EXPECT_LE(*std::max_element(a.begin(), a.end()), 1.0F);
+    EXPECT_GE(*std::min_element(a.begin(), a.end()), -1.0F);
+    const auto ref = reference(spec.shapes[shape], a, b);
+    ASSERT_EQ(c.size(), ref.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      const double excess =
+          std::abs(static_cast<double>(c[i]) - ref[i]) - relative * std::abs(ref[i]);
+      worst = std::max(worst, excess);
+      ASSERT_TRUE(std::isfinite(c[i])) << i;
+    }
+    std::printf("%s, shape %zu: largest error beyond %.0e relative: %.3g\n",
+                to_string(spec).c_str(), shape + 1, relative, worst);
+    EXPECT_LE(worst, absolute) << to_string(spec) << ", shape " << shape + 1;
   }
-  std::printf("%s: largest error beyond %.0e relative: %.3g\n", to_string(spec).c_str(), relative,
-              worst);
-  EXPECT_LE(worst, absolute) << to_string(spec);
 }
 
 TEST(gemm_chain, fp32_matches_the_host_without_tf32) {
   SKIP_WITHOUT_GPU();
   // Sums of 256 products in [-1, 1): fp32 errs by about 1e-5 here, TF32 by
   // several 1e-3, so 5e-4 tells them apart.
-  const gemm_chain_spec spec{.dtype = gemm_dtype::fp32, .m = 64, .n = 48, .k = 256, .count = 2};
+  const gemm_chain_spec spec = single_gemm_chain(gemm_dtype::fp32, 64, 48, 256, 2);
   auto w = make_gemm_chain(spec, 0);
   (void)w->run();
   expect_close(spec, *w, 0.0, 5e-4);
@@ -97,20 +100,66 @@ TEST(gemm_chain, fp16_and_bf16_match_the_host_to_their_rounding) {
   SKIP_WITHOUT_GPU();
   // fp32 accumulation, then one rounding to the output type: 2^-11 (fp16) or
   // 2^-8 (bf16) relative, with margin.
-  const gemm_chain_spec fp16{.dtype = gemm_dtype::fp16, .m = 80, .n = 72, .k = 256, .count = 3};
+  const gemm_chain_spec fp16 = single_gemm_chain(gemm_dtype::fp16, 80, 72, 256, 3);
   auto h = make_gemm_chain(fp16, 0);
   (void)h->run();
   expect_close(fp16, *h, 1e-3, 1e-3);
-  const gemm_chain_spec bf16{.dtype = gemm_dtype::bf16, .m = 64, .n = 128, .k = 96, .count = 1};
+  const gemm_chain_spec bf16 = single_gemm_chain(gemm_dtype::bf16, 64, 128, 96, 1);
   auto b = make_gemm_chain(bf16, 0);
   (void)b->run();
   expect_close(bf16, *b, 8e-3, 1e-3);
 }
 
+// Several shapes: each has its own matrices, each result is right, and the
+// shapes' inputs differ (their seeds do).
+TEST(gemm_chain, several_shapes_each_compute_their_own_product) {
+  SKIP_WITHOUT_GPU();
+  const gemm_chain_spec spec = parse_gemm_chain("gemm:fp16:64:96:128:2,48:32:256@3");
+  auto w = make_gemm_chain(spec, 0);
+  (void)w->run();
+  expect_close(spec, *w, 1e-3, 1e-3);
+  const auto a1 = read_gemm_matrix(*w, gemm_matrix::a, 0);
+  const auto a2 = read_gemm_matrix(*w, gemm_matrix::a, 1);
+  EXPECT_NE(std::vector<float>(a1.begin(), a1.begin() + 64),
+            std::vector<float>(a2.begin(), a2.begin() + 64));
+  EXPECT_THROW((void)read_gemm_matrix(*w, gemm_matrix::a, 2), invalid_argument);
+  w->release();
+}
+
+// GPT-2 small's 48 layer GEMMs: a chain long enough that the 32 ns event tick
+// is a small part of it, still held (no short hold left after the warm-up).
+TEST(gemm_chain, gpt2_small_layers_run_held_and_take_longer_than_one_layer) {
+  SKIP_WITHOUT_GPU();
+  auto whole = make_workload("gemm:fp16:gpt2-small", 0);
+  auto layer = make_workload("gemm:fp16:128:2304:768,128:768:768,128:3072:768,128:768:3072", 0);
+  const auto median = [](workload& w) {
+    for (int i = 0; i < 20; ++i) (void)w.run();
+    std::vector<double> ms;
+    for (int i = 0; i < 50; ++i) ms.push_back(w.run().latency_ms);
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  };
+  const double one = median(*layer);
+  const double twelve = median(*whole);
+  const auto hold = detail::gemm_chain_hold(*whole);
+  std::printf(
+      "gpt2-small: one layer %.4f ms, 12 layers %.4f ms (%.1fx), hold %llu us, %llu redone\n", one,
+      twelve, twelve / one, static_cast<unsigned long long>(hold.hold_ns / 1000),
+      static_cast<unsigned long long>(hold.short_holds));
+  // Twelve times the work on the same kernels: about 12x the time.
+  EXPECT_GT(twelve, 9 * one);
+  EXPECT_LT(twelve, 14 * one);
+  EXPECT_EQ(whole->describe(),
+            "gemm fp16 128x2304x768 x1, 128x768x768 x1, 128x3072x768 x1, 128x768x3072 x1 @12: "
+            "48 GEMMs (cuBLASLt)");
+  whole->release();
+  layer->release();
+}
+
 TEST(gemm_chain, event_latency_is_positive_consistent_and_within_the_host_time) {
   SKIP_WITHOUT_GPU();
   for (const auto dtype : {gemm_dtype::fp16, gemm_dtype::bf16, gemm_dtype::fp32}) {
-    const gemm_chain_spec spec{.dtype = dtype, .m = 256, .n = 512, .k = 384, .count = 8};
+    const gemm_chain_spec spec = single_gemm_chain(dtype, 256, 512, 384, 8);
     auto w = make_gemm_chain(spec, 0);
     w->prepare();
     (void)w->run();  // warm-up: the first run loads cuBLASLt's kernels
@@ -138,7 +187,7 @@ TEST(gemm_chain, event_latency_is_positive_consistent_and_within_the_host_time) 
 // hold by itself.
 TEST(gemm_chain, a_slow_host_does_not_change_the_figure) {
   SKIP_WITHOUT_GPU();
-  const gemm_chain_spec spec{.dtype = gemm_dtype::fp16, .m = 128, .n = 2304, .k = 768, .count = 4};
+  const gemm_chain_spec spec = single_gemm_chain(gemm_dtype::fp16, 128, 2304, 768, 4);
   const auto median_of = [](workload& w) {
     std::vector<double> ms;
     for (int i = 0; i < 41; ++i) ms.push_back(w.run().latency_ms);
@@ -168,7 +217,7 @@ TEST(gemm_chain, a_slow_host_does_not_change_the_figure) {
 TEST(gemm_chain, release_lets_the_device_release_and_the_next_run_reacquires) {
   SKIP_WITHOUT_GPU();
   auto& gpu = device::device::get(0);
-  const gemm_chain_spec spec{.dtype = gemm_dtype::fp16, .m = 128, .n = 2304, .k = 768, .count = 4};
+  const gemm_chain_spec spec = single_gemm_chain(gemm_dtype::fp16, 128, 2304, 768, 4);
   auto w = make_gemm_chain(spec, 0);
   (void)w->run();
   const auto first = read_gemm_matrix(*w, gemm_matrix::c);
@@ -213,7 +262,7 @@ TEST(gemm_chain, bf16_8192_cubed_reaches_a_sensible_rate) {
 
 TEST(heater, heats_until_stopped_and_then_lets_the_device_go) {
   SKIP_WITHOUT_GPU();
-  heater heat(0, {.dtype = gemm_dtype::bf16, .m = 2048, .n = 2048, .k = 2048, .count = 4});
+  heater heat(0, single_gemm_chain(gemm_dtype::bf16, 2048, 2048, 2048, 4));
   heat.start();
   EXPECT_TRUE(heat.running());
   EXPECT_GE(heat.gemms(), 4U);  // start() returns after the first chain
@@ -246,7 +295,7 @@ TEST(heater, heats_until_stopped_and_then_lets_the_device_go) {
 
 TEST(heater, a_device_that_does_not_exist_fails_start) {
   SKIP_WITHOUT_GPU();
-  heater heat(device::device::count() + 3, {.dtype = gemm_dtype::fp16, .m = 8, .n = 8, .k = 8});
+  heater heat(device::device::count() + 3, single_gemm_chain(gemm_dtype::fp16, 8, 8, 8));
   EXPECT_THROW(heat.start(), error);
   EXPECT_FALSE(heat.running());
 }

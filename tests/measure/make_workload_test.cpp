@@ -72,7 +72,7 @@ TEST(make_workload, a_gemm_chain_describes_itself_before_touching_the_gpu) {
 
 TEST(heater, without_a_gpu_start_throws_and_nothing_runs) {
   if (have_gpu()) GTEST_SKIP() << "a GPU is here: tests/measure/heater_test covers it";
-  heater heat(0, {.dtype = gemm_dtype::bf16, .m = 64, .n = 64, .k = 64, .count = 1});
+  heater heat(0, single_gemm_chain(gemm_dtype::bf16, 64, 64, 64));
   EXPECT_THROW(heat.start(), error);
   EXPECT_FALSE(heat.running());
   EXPECT_EQ(heat.stop(), 0U);

@@ -65,6 +65,39 @@ TEST(Protocol, LatencyBoundColdRunConvergesInOneBurst) {
   EXPECT_EQ(r.final_release, "release: simulated");
 }
 
+// A 19.5 us workload on a 32 ns timer (the H200's CUDA events): one tick is
+// 0.16 % of the figure, coarser than a 0.1 % CI, and the run says so.
+TEST(Protocol, ATimerStepNoFinerThanTheCiIsReported) {
+  sim::gpu_model m;
+  m.base_ms = 0.0195;
+  m.jitter_ms = 0.0002;
+  m.tick_ms = 0.000032;
+  sim::gpu g(m);
+  protocol_options o = quick_options();
+  o.rel_ci = 0.001;
+  const run_result r = run_sim(g, o);
+  ASSERT_TRUE(r.timer_step_ms);
+  EXPECT_NEAR(*r.timer_step_ms, 0.000032, 1e-12);
+  ASSERT_EQ(r.warnings.size(), 1U);
+  EXPECT_NE(r.warnings[0].find("timer's step, 0.000032 ms, is 0.16% of the median"),
+            std::string::npos)
+      << r.warnings[0];
+
+  // The same jitter on an exact timer: steps far below the CI, no warning.
+  m.tick_ms = 0;
+  sim::gpu exact(m);
+  const run_result fine = run_sim(exact, o);
+  ASSERT_TRUE(fine.timer_step_ms);
+  EXPECT_LT(*fine.timer_step_ms, 0.000032 / 10);
+  EXPECT_TRUE(fine.warnings.empty());
+
+  // A timer that gives one value only: no step, no warning.
+  sim::gpu constant({});
+  const run_result same = run_sim(constant, quick_options());
+  EXPECT_FALSE(same.timer_step_ms);
+  EXPECT_TRUE(same.warnings.empty());
+}
+
 TEST(Protocol, PowerBoundColdRunMeasuresInBurstsAndDiscardsCappedSamples) {
   sim::gpu g(power_bound_chain());
   protocol_options o = quick_options();

@@ -33,6 +33,8 @@ struct gpu_model {
   double derate_from_c = 60;    ///< thermal derating of the clock starts here
   double derate_per_c = 0.004;  ///< fraction of the clock lost per °C above
   double host_gap_ms = 0.01;    ///< host time between runs
+  double jitter_ms = 0;         ///< each run takes up to this much longer (fixed sequence)
+  double tick_ms = 0;           ///< the timer reports multiples of this (0: exact)
   std::int64_t period_ns = 20'000'000;
   /// NVML reports the state this late (the H200's power cap showed 8 to
   /// 60 ms after the latency rose).
@@ -76,10 +78,12 @@ class gpu {
     idle_for(m.host_gap_ms);
     timing t;
     t.start_ns = m_now;
-    const double ms = m.base_ms * m.max_clock / clock();
+    // Jitter from a fixed sequence (a Weyl sequence: uniform, repeatable).
+    m_jitter_phase = std::fmod(m_jitter_phase + 0.6180339887498949, 1.0);
+    const double ms = m.base_ms * m.max_clock / clock() + m.jitter_ms * m_jitter_phase;
     advance(ms, true);
     t.end_ns = m_now;
-    t.latency_ms = ms;
+    t.latency_ms = m.tick_ms > 0 ? std::round(ms / m.tick_ms) * m.tick_ms : ms;
     return t;
   }
 
@@ -161,6 +165,7 @@ class gpu {
   std::int64_t m_now = 0;
   double m_temp;
   double m_running_ms = 0;
+  double m_jitter_phase = 0;
   double m_energy_mj = 0;
   double m_cap_ns = 0;
   std::vector<state> m_history;

@@ -81,5 +81,16 @@ TEST(Summarize, OneSampleHasZeroSpread) {
   EXPECT_DOUBLE_EQ(s.p99, 3.5);
 }
 
+TEST(SmallestStep, IsTheSmallestPositiveGapInAnyOrder) {
+  EXPECT_DOUBLE_EQ(smallest_step(std::vector<double>{9, 2, 4, 4, 5, 7}), 1.0);  // 4 -> 5
+  EXPECT_DOUBLE_EQ(smallest_step(std::vector<double>{3, 3, 3}), 0.0);
+  EXPECT_DOUBLE_EQ(smallest_step(std::vector<double>{3}), 0.0);
+  // Event times as floats: 32 ns ticks around 19.5 us.
+  const std::vector<double> ticks{static_cast<float>(0.019536), static_cast<float>(0.019472),
+                                  static_cast<float>(0.019536), static_cast<float>(0.019600)};
+  EXPECT_NEAR(smallest_step(ticks), 0.000064, 1e-9);
+  EXPECT_THROW((void)smallest_step(std::vector<double>{}), invalid_argument);
+}
+
 }  // namespace
 }  // namespace coolbench::stats

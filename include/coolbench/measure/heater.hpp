@@ -28,7 +28,7 @@ namespace coolbench::measure {
 /// bf16 8192x8192x8192, four per run: power-bound on an H200 (about 1.4 ms per
 /// GEMM cold, the power cap within 60 ms; FACTS-H200.md §2).
 [[nodiscard]] inline gemm_chain_spec default_heater_chain() {
-  return {.dtype = gemm_dtype::bf16, .m = 8192, .n = 8192, .k = 8192, .count = 4};
+  return single_gemm_chain(gemm_dtype::bf16, 8192, 8192, 8192, 4);
 }
 
 /// Runs a GEMM chain on one GPU in a background thread. Not copyable or
@@ -67,7 +67,8 @@ class heater {
   [[nodiscard]] bool running() const noexcept { return m_thread.joinable() && !m_finished.load(); }
   /// GEMMs completed since start() (updated after each chain).
   [[nodiscard]] std::uint64_t gemms() const noexcept { return m_gemms.load(); }
-  /// Floating-point operations of one GEMM.
+  /// Floating-point operations of one GEMM (the mean, when the chain has
+  /// several shapes).
   [[nodiscard]] double flops_per_gemm() const noexcept;
   [[nodiscard]] const gemm_chain_spec& chain() const noexcept { return m_chain; }
   [[nodiscard]] int device() const noexcept { return m_device; }

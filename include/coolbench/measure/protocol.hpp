@@ -185,7 +185,13 @@ struct run_result {
 
   latency_summary summary;                             ///< of the kept measurement samples
   std::optional<std::pair<double, double>> median_ci;  ///< lower, upper (ms)
-  bool converged = false;                              ///< the CI met rel_ci
+  /// The smallest difference between two kept latencies (ms): at most the
+  /// timer's tick. Empty with fewer than two distinct values.
+  std::optional<double> timer_step_ms;
+  /// What the measurement found that a reader of its figure should know,
+  /// e.g. that the timer's step is no finer than --rel-ci.
+  std::vector<std::string> warnings;
+  bool converged = false;  ///< the CI met rel_ci
   /// "converged", "max time", "max samples", "interrupted", "gate time-out",
   /// "error" (a failure part-way), "invalid input" (the workload refused
   /// what it was given: an unbound model dimension), …

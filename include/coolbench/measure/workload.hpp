@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "coolbench/core/error.hpp"
 
@@ -59,30 +60,59 @@ enum class gemm_dtype : std::uint8_t { fp16, bf16, fp32 };
 /// "fp16", "bf16", "fp32".
 [[nodiscard]] std::string_view to_string(gemm_dtype dtype) noexcept;
 
-/// `gemm:DTYPE:M:N:K[:COUNT]`: COUNT (default 1) GEMMs C[MxN] = A[MxK]·B[KxN]
-/// back to back on one stream, through cuBLASLt, fp32 accumulation.
-struct gemm_chain_spec {
-  gemm_dtype dtype = gemm_dtype::fp16;
+/// One shape of a GEMM chain: COUNT GEMMs C[MxN] = A[MxK]·B[KxN] back to back.
+struct gemm_shape {
   std::int64_t m = 0;
   std::int64_t n = 0;
   std::int64_t k = 0;
   int count = 1;
 };
 
+/// `gemm:DTYPE:M:N:K[:COUNT][,M:N:K[:COUNT]...][@ROUNDS]`: the shapes in
+/// order, each COUNT times, the whole list ROUNDS times, on one stream
+/// through cuBLASLt with fp32 accumulation. Each shape has its own A, B and C
+/// (a GEMM does not read another's output: the chain times the GEMMs, not a
+/// model's data flow). `gemm:DTYPE:gpt2-small` names GPT-2 small's
+/// per-layer GEMMs at sequence 128 (QKV 128x2304x768, projection
+/// 128x768x768, MLP 128x3072x768 and 128x768x3072), 12 rounds: its 48 dense
+/// GEMMs, not attention's per-head products.
+struct gemm_chain_spec {
+  gemm_dtype dtype = gemm_dtype::fp16;
+  std::vector<gemm_shape> shapes;
+  int rounds = 1;
+};
+
 /// The largest M, N or K parse_gemm_chain accepts (cuBLASLt's int32 leading dimensions).
 inline constexpr std::int64_t gemm_max_dimension = 2147483647;
-/// The largest COUNT parse_gemm_chain accepts.
+/// The largest COUNT, and the largest ROUNDS, parse_gemm_chain accepts.
 inline constexpr int gemm_max_count = 1000;
+/// The most shapes in one chain.
+inline constexpr std::size_t gemm_max_shapes = 64;
+/// The most GEMMs in one run of a chain (COUNTs summed, times ROUNDS).
+inline constexpr std::int64_t gemm_max_total = 100000;
 
-/// Parses "gemm:fp16:128:2304:768:4" (COUNT may be left out: 1). Throws
+/// Parses "gemm:fp16:128:2304:768:4", "gemm:fp16:128:768:768,128:3072:768@12"
+/// or "gemm:bf16:gpt2-small" (COUNT and ROUNDS may be left out: 1). Throws
 /// invalid_argument saying which part is wrong and what the form is:
-/// dimensions 1..gemm_max_dimension, COUNT 1..gemm_max_count, DTYPE fp16,
-/// bf16 or fp32.
+/// dimensions 1..gemm_max_dimension, COUNT and ROUNDS 1..gemm_max_count, at
+/// most gemm_max_shapes shapes and gemm_max_total GEMMs, DTYPE fp16, bf16 or
+/// fp32.
 [[nodiscard]] gemm_chain_spec parse_gemm_chain(std::string_view text);
-/// The canonical form, COUNT always written: "gemm:fp16:128:2304:768:4".
+/// The canonical form, COUNT always written, "@ROUNDS" when not 1, a preset
+/// spelled out: "gemm:fp16:128:2304:768:4".
 [[nodiscard]] std::string to_string(const gemm_chain_spec& spec);
 /// Throws invalid_argument when a field is out of the ranges parse_gemm_chain accepts.
 void validate(const gemm_chain_spec& spec);
+/// GEMMs in one run: the COUNTs summed, times ROUNDS.
+[[nodiscard]] std::int64_t gemm_count(const gemm_chain_spec& spec) noexcept;
+/// Floating-point operations of one run (2·M·N·K per GEMM).
+[[nodiscard]] double gemm_flops(const gemm_chain_spec& spec) noexcept;
+/// A chain of one shape: `{dtype, {{m, n, k, count}}}`.
+[[nodiscard]] inline gemm_chain_spec single_gemm_chain(gemm_dtype dtype, std::int64_t m,
+                                                       std::int64_t n, std::int64_t k,
+                                                       int count = 1) {
+  return {.dtype = dtype, .shapes = {{.m = m, .n = n, .k = k, .count = count}}, .rounds = 1};
+}
 
 /// A GEMM chain on GPU `device` (docs/measure.md, "Workloads"). Checks the
 /// spec (invalid_argument) and throws not_available in a build without CUDA;

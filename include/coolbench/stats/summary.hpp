@@ -52,4 +52,10 @@ struct summary {
 /// Sorts a copy once and fills every field.
 [[nodiscard]] summary summarize(std::span<const double> values);
 
+/// The smallest positive difference between two of `values`, or 0 when all
+/// are equal (or there is one). Of timings, it bounds the timer's tick from
+/// above: CUDA events on the H200 give multiples of 32 ns, and a figure a few
+/// hundred ticks long cannot resolve a fraction of a percent.
+[[nodiscard]] double smallest_step(std::span<const double> values);
+
 }  // namespace coolbench::stats

@@ -102,7 +102,8 @@ command add_heat_command(CLI::App& parent) {
   add_device_option(*app, options->device);
   app->add_option("--seconds", options->seconds, "Heat for this many seconds; 0: until Ctrl-C")
       ->check(CLI::NonNegativeNumber);
-  app->add_option("--workload", options->workload, "The GEMM chain, gemm:DTYPE:M:N:K[:COUNT]")
+  app->add_option("--workload", options->workload,
+                  "The GEMM chain, gemm:DTYPE:M:N:K[:COUNT][,M:N:K[:COUNT]...][@ROUNDS]")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             try {

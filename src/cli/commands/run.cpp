@@ -133,7 +133,8 @@ int run_run(const run_options& o) {
 #ifndef COOLBENCH_HAVE_ENGINE
     throw not_available(
         "this coolbench was built without the engine (COOLBENCH_ENGINE=OFF), so it runs no "
-        "model; measure a GPU workload with --workload gemm:DTYPE:M:N:K[:COUNT]");
+        "model; measure a GPU workload with --workload gemm:DTYPE:M:N:K[:COUNT] or "
+        "gemm:fp16:gpt2-small");
 #else
     std::filesystem::path model = o.model;
     if (model.empty()) {
@@ -194,7 +195,9 @@ command add_run_command(CLI::App& parent) {
   auto* app = parent.add_subcommand(
       "run", "Measure a model's or a GPU workload's latency, independent of the GPU's temperature");
   app->add_option("model", o->model, "An .onnx file (default: the built-in GPT-2 small)");
-  app->add_option("--workload", o->workload, "A GPU workload instead: gemm:DTYPE:M:N:K[:COUNT]");
+  app->add_option("--workload", o->workload,
+                  "A GPU workload instead: gemm:DTYPE:M:N:K[:COUNT][,M:N:K[:COUNT]...][@ROUNDS], "
+                  "or gemm:DTYPE:gpt2-small (docs/measure.md)");
   add_device_option(*app, o->device);
   app->add_option("--dim", o->dims, "Bind a symbolic input dimension: NAME=VALUE (repeatable)");
   app->add_option("--mode", o->mode, "cold, sustained or profile")

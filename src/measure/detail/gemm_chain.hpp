@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -12,10 +13,12 @@ namespace coolbench::measure::detail {
 
 enum class gemm_matrix : std::uint8_t { a, b, c };
 
-/// Matrix A (MxK), B (KxN) or C (MxN) of a GEMM chain made by make_gemm_chain,
-/// row-major, converted to float; prepares the chain first. Synchronizes its
-/// stream. Throws invalid_argument when `chain` is not a GEMM chain.
-[[nodiscard]] std::vector<float> read_gemm_matrix(workload& chain, gemm_matrix which);
+/// Matrix A (MxK), B (KxN) or C (MxN) of shape `shape` (0-based) of a GEMM
+/// chain made by make_gemm_chain, row-major, converted to float; prepares the
+/// chain first. Synchronizes its stream. Throws invalid_argument when `chain`
+/// is not a GEMM chain or has no such shape.
+[[nodiscard]] std::vector<float> read_gemm_matrix(workload& chain, gemm_matrix which,
+                                                  std::size_t shape = 0);
 
 struct hold_state {
   std::uint64_t hold_ns = 0;      ///< how long the next run() holds its stream
