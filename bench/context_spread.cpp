@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <exception>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "coolbench/device.hpp"
 #include "coolbench/measure.hpp"
 #include "coolbench/stats.hpp"
+#include "coolbench/telemetry.hpp"
 
 namespace {
 
@@ -39,8 +41,22 @@ int main(int argc, char** argv) {
   const int device = argc > 4 ? whole(argv[4], "DEVICE", 0) : 0;
   try {
     auto w = measure::make_workload(spec, device);
-    std::printf("%s, %d runs per context after 20 warm-up runs\n\n", w->describe().c_str(), runs);
-    std::printf("| context | median | min | p90 | vs context 1 |\n|---|---|---|---|---|\n");
+    // NVML only: no CUDA context before the first prepare().
+    const coolbench::telemetry::gpu_telemetry telemetry(device);
+    const auto& id = telemetry.identity();
+    char date[32] = {};
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    (void)std::strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", &utc);
+    std::printf(
+        "# context_spread\n\n- GPU %d: %s (%s), driver %s\n- date: %s\n- %s, %d runs "
+        "per context after 20 warm-up runs\n\n",
+        device, id.name.c_str(), id.uuid.c_str(), id.driver_version.c_str(), date,
+        w->describe().c_str(), runs);
+    std::printf(
+        "| context | median | min | p90 | vs context 1 | °C after | SM MHz after |\n"
+        "|---|---|---|---|---|---|---|\n");
     double first = 0;
     for (int c = 1; c <= contexts; ++c) {
       w->prepare();
@@ -48,13 +64,16 @@ int main(int argc, char** argv) {
       std::vector<double> ms;
       ms.reserve(static_cast<std::size_t>(runs));
       for (int i = 0; i < runs; ++i) ms.push_back(w->run().latency_ms);
+      const auto state = telemetry.read();
       w->release();
       (void)coolbench::device::device::get(device).release();
       const double median = coolbench::stats::median(ms);
       const double p90 = coolbench::stats::quantile(ms, 0.9);
       if (c == 1) first = median;
-      std::printf("| %d | %.5f ms | %.5f ms | %.5f ms | %+.2f%% |\n", c, median,
-                  *std::min_element(ms.begin(), ms.end()), p90, 100 * (median / first - 1));
+      std::printf("| %d | %.5f ms | %.5f ms | %.5f ms | %+.2f%% | %s | %s |\n", c, median,
+                  *std::min_element(ms.begin(), ms.end()), p90, 100 * (median / first - 1),
+                  state.temp_gpu_c.ok() ? std::to_string(state.temp_gpu_c.value).c_str() : "?",
+                  state.clock_sm_mhz.ok() ? std::to_string(state.clock_sm_mhz.value).c_str() : "?");
       std::fflush(stdout);
     }
   } catch (const std::exception& e) {
