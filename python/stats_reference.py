@@ -14,6 +14,8 @@ with coolbench::stats (the stats_reference_data ctest fixture runs this):
     mann_whitney: scipy.stats.mannwhitneyu(a, b, alternative="two-sided",
                use_continuity=True, method=...) for asymptotic, exact and auto
     fits:      scipy.stats.linregress(x, y)
+    student_t: scipy.stats.t.ppf and .cdf, and per dataset
+               scipy.stats.ttest_1samp(x, 0).confidence_interval(level)
 
 Usage: python stats_reference.py --out FILE.json
 """
@@ -145,6 +147,12 @@ def describe(name: str, x: np.ndarray) -> dict:
         entry["order_statistic_ci"].append({
             "level": level, "too_few": False, "lower": float(ci.low), "upper": float(ci.high),
             "coverage": coverage})
+    entry["mean_ci"] = []
+    if n >= 2 and np.std(x) > 0:
+        test_t = stats.ttest_1samp(x, 0.0)
+        for level in LEVELS:
+            ci = test_t.confidence_interval(confidence_level=level)
+            entry["mean_ci"].append({"level": level, "lower": float(ci.low), "upper": float(ci.high)})
     if n <= 200:
         entry["bootstrap_ci"] = dict(BOOTSTRAP, bounds=bootstrap_median_ci(
             x, BOOTSTRAP["level"], BOOTSTRAP["resamples"], BOOTSTRAP["seed"]))
@@ -224,6 +232,15 @@ def fit_cases() -> list[dict]:
     return cases
 
 
+def student_t_cases() -> list[dict]:
+    cases = []
+    for df in [1.0, 2.0, 3.0, 4.5, 9.0, 29.0, 199.0, 5000.0]:
+        for p in [1e-6, 0.001, 0.025, 0.05, 0.3, 0.5, 0.8, 0.95, 0.975, 0.995, 0.999999]:
+            q = float(stats.t.ppf(p, df))
+            cases.append({"df": df, "p": p, "quantile": q, "cdf_at_quantile": float(stats.t.cdf(q, df))})
+    return cases
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path, help="JSON file to write")
@@ -236,6 +253,7 @@ def main() -> None:
         "datasets": [describe(name, x) for name, x in data.items()],
         "mann_whitney": mann_whitney_cases(data),
         "fits": fit_cases(),
+        "student_t": student_t_cases(),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(reference, indent=1, allow_nan=False))

@@ -2,7 +2,8 @@
 // values come from python/stats_reference.py, which the stats_reference_data
 // ctest fixture runs; COOLBENCH_STATS_REFERENCE names its JSON file.
 //
-// Tolerances, relative (to max(1, |reference|)): quantiles, means, interval
+// Tolerances, relative (to max(1, |reference|)): Student t quantiles, CDFs
+// and mean intervals 1e-11; quantiles, means, interval
 // bounds and bootstrap bounds 1e-13 (quantiles and bounds agree to the bit;
 // means differ by an ulp or two, numpy sums pairwise); standard deviations
 // 1e-10; p-values 1e-12 (erfc against scipy's ndtr, the exact distribution
@@ -29,6 +30,9 @@ using json = nlohmann::json;
 constexpr double k_value_tolerance = 1e-13;
 constexpr double k_p_tolerance = 1e-12;
 constexpr double k_fit_tolerance = 1e-12;
+// The t quantile is found by bisection on a continued fraction, scipy's by
+// Boost's inversion: they agree to ~1e-13.
+constexpr double k_t_tolerance = 1e-11;
 
 // |actual − expected| <= tolerance·max(1, |expected|).
 ::testing::AssertionResult close(double actual, double expected, double tolerance) {
@@ -108,6 +112,36 @@ TEST_F(StatsReference, BootstrapIntervalMatchesReimplementation) {
     ++compared;
   }
   EXPECT_GE(compared, 5);
+}
+
+TEST_F(StatsReference, StudentTMatchesScipy) {
+  int compared = 0;
+  for (const json& c : m_reference.at("student_t")) {
+    const double df = c.at("df").get<double>();
+    const double p = c.at("p").get<double>();
+    SCOPED_TRACE("df " + std::to_string(df) + " p " + std::to_string(p));
+    const double q = c.at("quantile").get<double>();
+    EXPECT_TRUE(close(student_t_quantile(p, df), q, k_t_tolerance));
+    EXPECT_TRUE(close(student_t_cdf(q, df), c.at("cdf_at_quantile").get<double>(), k_t_tolerance));
+    ++compared;
+  }
+  EXPECT_GE(compared, 50);
+}
+
+TEST_F(StatsReference, MeanIntervalMatchesTtest1samp) {
+  int compared = 0;
+  for (const json& d : m_reference.at("datasets")) {
+    SCOPED_TRACE(d.at("name").get<std::string>());
+    const auto x = d.at("values").get<std::vector<double>>();
+    for (const json& c : d.at("mean_ci")) {
+      const double level = c.at("level").get<double>();
+      const mean_interval ci = mean_ci_student_t(x, level);
+      EXPECT_TRUE(close(ci.lower, c.at("lower").get<double>(), k_t_tolerance));
+      EXPECT_TRUE(close(ci.upper, c.at("upper").get<double>(), k_t_tolerance));
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 15);
 }
 
 mann_whitney_method method_from(const std::string& name) {
