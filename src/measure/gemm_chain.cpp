@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -39,6 +40,12 @@ constexpr std::uint64_t first_seed = 1;
 constexpr std::uint64_t first_hold_base_ns = 20'000;
 constexpr std::uint64_t first_hold_per_gemm_ns = 15'000;
 constexpr std::uint64_t max_hold_ns = 200'000'000;
+// A hold more than shrink_factor times the slowest queueing of the last
+// queue_window samples halves (not below the first hold): the first runs in a
+// new context load their kernels (tens of ms) and would otherwise leave every
+// later sample holding the stream, and the host waiting, that long.
+constexpr std::size_t queue_window = 32;
+constexpr std::uint64_t shrink_factor = 4;
 
 std::size_t element_bytes(gemm_dtype dtype) { return dtype == gemm_dtype::fp32 ? 4 : 2; }
 
@@ -142,10 +149,13 @@ class gemm_chain final : public workload {
     timing t;
     t.start_ns = steady_now_ns();
     for (;;) {
+      const std::int64_t queue_start = steady_now_ns();
       detail::hold_stream(p.stream, m_hold_ns);
       COOLBENCH_CUDA_CALL(cudaEventRecord(m_start, p.stream));
       enqueue_chain(p);
       COOLBENCH_CUDA_CALL(cudaEventRecord(m_end, p.stream));
+      m_queue_ns[m_queue_next++ % queue_window] =
+          static_cast<std::uint64_t>(steady_now_ns() - queue_start);
       // Still held once everything is queued: the GPU ran the chain without
       // waiting for the host. Otherwise the figure could include launch gaps.
       const cudaError_t started = cudaEventQuery(m_start);
@@ -154,6 +164,12 @@ class gemm_chain final : public workload {
       if (started == cudaErrorNotReady || m_hold_ns >= max_hold_ns) break;
       m_hold_ns = std::min(m_hold_ns * 2, max_hold_ns);
       ++m_short_holds;
+    }
+    if (m_queue_next >= queue_window) {
+      const std::uint64_t slowest = *std::max_element(m_queue_ns.begin(), m_queue_ns.end());
+      if (m_hold_ns > shrink_factor * slowest && m_hold_ns > m_first_hold_ns) {
+        m_hold_ns = std::max(m_first_hold_ns, m_hold_ns / 2);
+      }
     }
     t.end_ns = steady_now_ns();
     float ms = 0;
@@ -341,10 +357,13 @@ class gemm_chain final : public workload {
   CUevent_st* m_start = nullptr;
   CUevent_st* m_end = nullptr;
   std::uint64_t m_events_generation = 0;
-  std::uint64_t m_hold_ns = std::min(
+  std::uint64_t m_first_hold_ns = std::min(
       max_hold_ns,
       first_hold_base_ns + first_hold_per_gemm_ns * static_cast<std::uint64_t>(gemm_count(m_spec)));
+  std::uint64_t m_hold_ns = m_first_hold_ns;
   std::uint64_t m_short_holds = 0;
+  std::array<std::uint64_t, queue_window> m_queue_ns{};  ///< host time to queue a sample, ns
+  std::size_t m_queue_next = 0;
   std::chrono::nanoseconds m_launch_gap{0};  // tests only: a slow host
 };
 
