@@ -55,18 +55,30 @@ def measure(o, name, spec, policy, start, repeat, out_dir):
     else:
         run([coolbench, "heat", "--device", str(o.device), "--seconds", str(o.preheat)])
     path = os.path.join(out_dir, f"{name}-{policy}-{start}-{repeat}.json")
-    done, wall = run([coolbench, "run", "--device", str(o.device), "--workload", spec,
-                      "--policy", policy, "--rel-ci", str(o.rel_ci), "--max-time",
-                      str(o.max_time), "--json", path, "--quiet"], check=False)
+    command = [coolbench, "run", "--device", str(o.device), "--workload", spec, "--policy",
+               policy, "--rel-ci", str(o.rel_ci), "--max-time", str(o.max_time), "--json", path,
+               "--quiet"]
+    if policy == "coolbench" and o.contexts:
+        command += ["--contexts", str(o.contexts)]
+    done, wall = run(command, check=False)
     with open(path) as f:
         doc = json.load(f)
     os.remove(path)  # the sample lists are large; the record keeps what the table needs
     summary = doc["summary"]
-    ci = summary["median_ci_ms"]
-    median = summary["latency"]["median_ms"]
+    # The run's figure: the mean of the per-context medians when the run was
+    # spread over contexts, else the median.
+    contexts = summary.get("contexts")
+    pooled = summary["latency"]["median_ms"]
+    if contexts:
+        median, ci = contexts["mean_ms"], contexts["ci_ms"]
+    else:
+        median, ci = pooled, summary["median_ci_ms"]
     return {
         "workload": name, "spec": spec, "policy": policy, "start": start, "repeat": repeat,
         "exit": done.returncode, "complete": doc["complete"], "median_ms": median,
+        "pooled_median_ms": pooled,
+        "contexts": contexts["count"] if contexts else 1,
+        "context_medians_ms": [c["median_ms"] for c in contexts["per_context"]] if contexts else [],
         "ci_half_width_rel": (ci[1] - ci[0]) / 2 / median if ci and median else None,
         "converged": summary["converged"], "stop_reason": summary["stop_reason"],
         "kept": summary["latency"]["count"], "discarded": summary["discarded"],
@@ -89,8 +101,8 @@ def milliseconds(value):
 def table(records):
     """Markdown: one row per workload and policy."""
     lines = ["| workload | policy | cool start | hot start | \\|hot − cold\\| / cold | CV over "
-             "repeats (cool, hot) | wall time to result | CI half-width |",
-             "|---|---|---|---|---|---|---|---|"]
+             "repeats (cool, hot) | wall time to result | CI half-width | contexts |",
+             "|---|---|---|---|---|---|---|---|---|"]
     keys = sorted({(r["workload"], r["policy"]) for r in records},
                   key=lambda k: (k[0], POLICIES.index(k[1]) if k[1] in POLICIES else 99))
     for workload, policy in keys:
@@ -103,7 +115,7 @@ def table(records):
             + ", ".join("n/a" if v is None else f"{v * 100:.2f}%" for v in (f["cv_cool"], f["cv_hot"]))
             + f" | {f['wall_s']:.1f} s | "
             + (f"±{f['ci_half_width'] * 100:.2f}%" if f["ci_half_width"] is not None else "n/a")
-            + " |")
+            + f" | {f['contexts']:g} |")
     return "\n".join(lines) + "\n"
 
 
@@ -129,6 +141,8 @@ def cell(records, workload, policy):
         "wall_s": statistics.median([r["wall_s"] for r in rows]),
         "ci_half_width": statistics.median(widths) if widths else None,
         "not_converged": sum(1 for r in rows if not r["converged"]),
+        # Records from before runs were spread over contexts measured one.
+        "contexts": statistics.median([r.get("contexts", 1) for r in rows]),
         "runs": len(rows),
     }
 
@@ -209,6 +223,8 @@ def main():
     parser.add_argument("--profile", help="SPEC: also one profile-mode run of this workload")
     parser.add_argument("--profile-time", type=float, default=30)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--contexts", type=int,
+                        help="--contexts for the coolbench policy (default: coolbench run's)")
     parser.add_argument("--out")
     o = parser.parse_args()
     if o.inputs:

@@ -4,7 +4,7 @@
 # release cycles, the commands and the benchmarks; logs go under $OUT.
 #   scripts/device-check.sh [STEPS...]   steps: tests sanitizer commands
 #                                         release-check release-bench telemetry-bench
-#                                         thermal-latency thermal-power
+#                                         thermal-latency thermal-power contexts
 #                                         (default: the first five)
 # The thermal steps are bench/thermal_invariance.py on one workload each,
 # sized for one 10-minute call; results.jsonl grows run by run, so a call cut
@@ -62,6 +62,19 @@ if want sanitizer; then
 fi
 if want telemetry-bench; then
   build/bench/telemetry_overhead 10 6 2>&1 | tee "$out/telemetry_overhead.md"
+fi
+if want contexts; then
+  # Is the figure a property of the context? (docs/perf/thermal.md, "Contexts")
+  {
+    for renew in context memory workload; do
+      build/bench/context_spread gemm:fp16:gpt2-small 6 300 0 "$renew"
+    done
+    echo "## coolbench run: default (spread over contexts), one context, power-bound"
+    build/bin/coolbench run --workload gemm:fp16:gpt2-small --quiet; echo "rc=$?"
+    build/bin/coolbench run --workload gemm:fp16:gpt2-small --contexts 1 --quiet; echo "rc=$?"
+    build/bin/coolbench run --workload gemm:bf16:8192:8192:8192:1 --max-time 20 --quiet; echo "rc=$?"
+  } >"$out/contexts.md" 2>&1
+  grep -E "^\| [0-9]|^latency|^mean of|median|stopped|rc=" "$out/contexts.md" | head -60
 fi
 if want thermal-latency; then
   # GPT-2 small's 48 layer GEMMs at sequence 128: latency-bound, barely heats,

@@ -58,7 +58,9 @@ nlohmann::json options_json(const measure::protocol_options& o) {
           {"profile_time_ms", ms(o.profile_time)},
           {"cooldown_interval_ms", ms(o.cooldown_interval)},
           {"repeats_to_cooldown", o.repeats_to_cooldown},
-          {"discard_clock_fraction", o.discard_clock_fraction}};
+          {"discard_clock_fraction", o.discard_clock_fraction},
+          {"contexts", o.contexts},
+          {"context_min_samples", o.context_min_samples}};
 }
 
 nlohmann::json buckets_json(const std::vector<measure::profile_bucket>& buckets) {
@@ -73,6 +75,21 @@ nlohmann::json buckets_json(const std::vector<measure::profile_bucket>& buckets)
   return list;
 }
 
+nlohmann::json contexts_json(const std::optional<measure::context_summary>& c) {
+  if (!c) return nullptr;
+  nlohmann::json per_context = nlohmann::json::array();
+  for (const auto& f : c->per_context) {
+    per_context.push_back(
+        {{"context", f.context}, {"samples", f.samples}, {"median_ms", f.median_ms}});
+  }
+  return {{"count", c->per_context.size()},
+          {"mean_ms", c->mean_ms},
+          {"ci_ms", c->ci ? nlohmann::json{c->ci->first, c->ci->second} : nlohmann::json(nullptr)},
+          {"spread", c->spread},
+          {"cv", c->cv},
+          {"per_context", per_context}};
+}
+
 }  // namespace
 
 nlohmann::json to_json(const run_result& r) {
@@ -81,6 +98,7 @@ nlohmann::json to_json(const run_result& r) {
     const auto& c = s.conditions;
     samples.push_back({{"phase", phase_name(s.phase)},
                        {"burst", s.burst},
+                       {"context", s.context},
                        {"start_ns", s.time.start_ns},
                        {"end_ns", s.time.end_ns},
                        {"latency_ms", s.time.latency_ms},
@@ -107,6 +125,7 @@ nlohmann::json to_json(const run_result& r) {
       {"median_ci_ms", r.median_ci ? nlohmann::json{r.median_ci->first, r.median_ci->second}
                                    : nlohmann::json(nullptr)},
       {"timer_step_ms", optional_json(r.timer_step_ms)},
+      {"contexts", contexts_json(r.contexts)},
       {"warnings", r.warnings},
       {"converged", r.converged},
       {"stop_reason", r.stop_reason},
@@ -146,15 +165,15 @@ nlohmann::json to_json(const run_result& r) {
 std::string samples_csv(const run_result& r) {
   std::string out =
       "phase,burst,start_ns,end_ns,latency_ms,kept,throttled,throttle_reason,temp_c,sm_clock_mhz,"
-      "power_w,clock_reasons\n";
+      "power_w,clock_reasons,context\n";
   for (const auto& s : r.samples) {
     const auto& c = s.conditions;
-    out += fmt::format("{},{},{},{},{:.6f},{},{},\"{}\",{},{},{},{}\n", phase_name(s.phase),
+    out += fmt::format("{},{},{},{},{:.6f},{},{},\"{}\",{},{},{},{},{}\n", phase_name(s.phase),
                        s.burst, s.time.start_ns, s.time.end_ns, s.time.latency_ms, s.kept ? 1 : 0,
                        s.throttled ? 1 : 0, s.throttle_reason,
                        c.temp_c ? std::to_string(*c.temp_c) : "",
                        c.sm_clock_mhz ? std::to_string(*c.sm_clock_mhz) : "",
-                       c.power_w ? fmt::format("{:.1f}", *c.power_w) : "", c.reasons);
+                       c.power_w ? fmt::format("{:.1f}", *c.power_w) : "", c.reasons, s.context);
   }
   return out;
 }
@@ -192,10 +211,31 @@ std::string format_run_summary(const run_result& r) {
                      to_string(r.options.policy),
                      r.options.on_throttle ? to_string(*r.options.on_throttle) : "default");
   const auto& s = r.summary;
+  if (r.contexts) {
+    // The run's figure: what a fresh context measures, on average.
+    const auto& c = *r.contexts;
+    out += fmt::format("latency {:.4f} ms", c.mean_ms);
+    if (c.ci) {
+      const double half = (c.ci->second - c.ci->first) / 2;
+      out += fmt::format(" (CI {:.0f}%: {:.4f} to {:.4f} ms, ±{:.2f}%)", 100 * r.options.ci_level,
+                         c.ci->first, c.ci->second, 100 * half / c.mean_ms);
+    }
+    double fastest = c.mean_ms;
+    double slowest = c.mean_ms;
+    for (const auto& f : c.per_context) {
+      fastest = std::min(fastest, f.median_ms);
+      slowest = std::max(slowest, f.median_ms);
+    }
+    out += fmt::format(
+        "\nmean of {} contexts' medians; they range {:.4f} to {:.4f} ms ({:.2f}% apart, CV "
+        "{:.2f}%)\n",
+        c.per_context.size(), fastest, slowest, 100 * c.spread, 100 * c.cv);
+  }
   if (s.count == 0) {
     out += "no sample was kept\n";
   } else {
-    out += fmt::format("median {:.4f} ms", s.median_ms);
+    out += fmt::format("{} {:.4f} ms", r.contexts ? "all samples pooled: median" : "median",
+                       s.median_ms);
     if (r.median_ci) {
       const double half = (r.median_ci->second - r.median_ci->first) / 2;
       out += fmt::format(" (CI {:.0f}%: {:.4f} to {:.4f} ms, ±{:.2f}%)", 100 * r.options.ci_level,

@@ -196,12 +196,20 @@ class runner {
     s.time = m_w.run();
     s.phase = phase;
     s.burst = burst;
+    if (m_new_context) {
+      ++m_context;
+      m_new_context = false;
+    }
+    s.context = m_context;
     s.conditions = join(s.time);
     s.throttle_reason = throttle_reason(s.conditions, m_o.clock_fraction);
     s.throttled = !s.throttle_reason.empty();
     s.kept = phase == sample_phase::measure && (!s.throttled || m_action == throttle_action::label);
     if (phase == sample_phase::warmup) ++m_r.warmup_runs;
-    if (s.kept) m_kept.push_back(s.time.latency_ms);
+    if (s.kept) {
+      m_kept.push_back(s.time.latency_ms);
+      m_kept_by_context[s.context].push_back(s.time.latency_ms);
+    }
     m_r.samples.push_back(std::move(s));
     return m_r.samples.back();
   }
@@ -216,8 +224,12 @@ class runner {
     if (!s.kept) return;
     s.kept = false;
     // Equal latencies are interchangeable for the statistics: drop the last.
-    const auto it = std::find(m_kept.rbegin(), m_kept.rend(), s.time.latency_ms);
-    if (it != m_kept.rend()) m_kept.erase(std::next(it).base());
+    const auto drop = [&](std::vector<double>& kept) {
+      const auto it = std::find(kept.rbegin(), kept.rend(), s.time.latency_ms);
+      if (it != kept.rend()) kept.erase(std::next(it).base());
+    };
+    drop(m_kept);
+    drop(m_kept_by_context[s.context]);
   }
 
   /// The same, under the policy: discard, or only label.
@@ -232,13 +244,24 @@ class runner {
 
   // --- stopping ------------------------------------------------------------
 
-  /// True when the run should stop; sets stop_reason.
-  bool should_stop() {
+  /// True when the run should stop; sets stop_reason. Spread over contexts,
+  /// the CI is looked at only at the end of a context (`at_context_end`).
+  bool should_stop(bool at_context_end = false) {
     const auto n = static_cast<int>(m_kept.size());
     const std::int64_t now = m_env.now_ns();
     if (n >= m_o.max_samples) return stop_with("max samples");
     if (now - m_start_ns >= to_ns(m_o.max_time)) return stop_with("max time");
     if (n < m_o.min_samples || now - m_measure_start_ns < to_ns(m_o.min_time)) return false;
+    if (spread_over_contexts()) {
+      if (!at_context_end) return false;
+      const auto figures = context_figures();
+      if (static_cast<int>(figures.size()) < m_o.contexts) return false;
+      if (contexts_ci_met(figures)) {
+        m_r.converged = true;
+        return stop_with("converged");
+      }
+      return false;
+    }
     // The CI costs a sort: check it on a growing stride, not every sample.
     if (n < m_next_ci_check) return false;
     m_next_ci_check = n + std::max(1, n / 20);
@@ -256,6 +279,49 @@ class runner {
       return median > 0 && (ci.upper - ci.lower) / 2 <= m_o.rel_ci * median;
     } catch (const invalid_argument&) {
       return false;  // too few samples for the level yet
+    }
+  }
+
+  // --- contexts ----------------------------------------------------------------
+
+  [[nodiscard]] bool spread_over_contexts() const {
+    return m_o.contexts > 1 && m_o.policy == sampling_policy::coolbench &&
+           m_o.mode == run_mode::cold && m_r.conditions.gpu.has_value();
+  }
+
+  /// The contexts with at least context_min_samples kept samples, in order.
+  [[nodiscard]] std::vector<context_figure> context_figures() const {
+    std::vector<context_figure> out;
+    for (const auto& [context, kept] : m_kept_by_context) {
+      if (static_cast<int>(kept.size()) < m_o.context_min_samples || kept.empty()) continue;
+      out.push_back({context, static_cast<int>(kept.size()), stats::median(kept)});
+    }
+    return out;
+  }
+
+  [[nodiscard]] bool contexts_ci_met(const std::vector<context_figure>& figures) const {
+    if (figures.size() < 2) return false;
+    std::vector<double> medians;
+    for (const auto& f : figures) medians.push_back(f.median_ms);
+    const stats::mean_interval ci = stats::mean_ci_student_t(medians, m_o.ci_level);
+    return ci.mean > 0 && (ci.upper - ci.lower) / 2 <= m_o.rel_ci * ci.mean;
+  }
+
+  /// Whether the current context has its share: context_min_samples kept
+  /// and its own median's CI within rel_ci (checked on a growing stride).
+  bool context_done() {
+    const auto it = m_kept_by_context.find(m_context);
+    if (it == m_kept_by_context.end()) return false;
+    const auto& kept = it->second;
+    const auto n = static_cast<int>(kept.size());
+    if (n < m_o.context_min_samples || n < m_next_context_check) return false;
+    m_next_context_check = n + std::max(1, n / 20);
+    try {
+      const stats::median_interval ci = stats::median_ci_order_statistic(kept, m_o.ci_level);
+      const double median = stats::median(kept);
+      return median > 0 && (ci.upper - ci.lower) / 2 <= m_o.rel_ci * median;
+    } catch (const invalid_argument&) {
+      return false;
     }
   }
 
@@ -277,6 +343,8 @@ class runner {
     m_w.release();
     say(m_env.release_device());
     ++m_r.releases;
+    m_new_context = true;
+    m_next_context_check = 0;
   }
 
   /// Releases the device, waits until the GPU is at or below the target,
@@ -447,6 +515,26 @@ class runner {
       const std::int64_t burst_start = m_env.now_ns();
       const std::size_t first = m_r.samples.size();
       std::string ended;
+      while (ended.empty() && spread_over_contexts()) {
+        // A burst is one context here; it also ends once the context has its
+        // share, and the CI over contexts is looked at when one ends.
+        take(sample_phase::measure, burst);
+        if (should_stop()) return;  // a limit
+        ended = state_change_since(burst_start, first);
+        if (ended.empty() && context_done()) ended = "the context's share";
+        if (ended.empty() && m_env.now_ns() - burst_start > to_ns(m_o.max_burst)) {
+          ended = "longest burst";
+        }
+        if (ended.empty() || !should_stop(true)) continue;
+        if (m_r.stop_reason != "converged") return;
+        // NVML reports late: wait out the lag, look once more.
+        m_env.sleep_for(m_o.sensor_lag);
+        const std::string late = state_change_since(burst_start, first);
+        if (late.empty()) return;
+        m_r.stop_reason.clear();
+        m_r.converged = false;
+        ended = late;
+      }
       while (ended.empty()) {
         take(sample_phase::measure, burst);
         if (should_stop()) {
@@ -467,7 +555,8 @@ class runner {
       }
       say("burst " + std::to_string(burst) + ": " + std::to_string(m_r.samples.size() - first) +
           " samples, ended by " + ended);
-      gate(false);
+      // A new context is warmed up in full: its first runs load its kernels.
+      gate(spread_over_contexts());
     }
   }
 
@@ -647,8 +736,35 @@ class runner {
       }
     }
     if (m_r.stop_reason.empty()) m_r.stop_reason = "stopped";
+    if (spread_over_contexts()) summarize_contexts();
     energy();
     if (m_o.policy == sampling_policy::coolbench && m_o.mode == run_mode::profile) profile();
+  }
+
+  void summarize_contexts() {
+    context_summary c;
+    c.per_context = context_figures();
+    if (c.per_context.empty()) return;
+    std::vector<double> medians;
+    for (const auto& f : c.per_context) medians.push_back(f.median_ms);
+    const auto [low, high] = std::minmax_element(medians.begin(), medians.end());
+    c.spread = *high / *low - 1;
+    const latency_summary s = summarize_latencies(medians);
+    c.mean_ms = s.mean_ms;
+    c.cv = s.cv;
+    if (medians.size() >= 2) {
+      const stats::mean_interval ci = stats::mean_ci_student_t(medians, m_o.ci_level);
+      c.ci = std::pair{ci.lower, ci.upper};
+    }
+    if (static_cast<int>(c.per_context.size()) < m_o.contexts) {
+      m_r.warnings.push_back("only " + std::to_string(c.per_context.size()) + " of the " +
+                             std::to_string(m_o.contexts) + " contexts asked for got " +
+                             std::to_string(m_o.context_min_samples) +
+                             " samples before the run stopped (" + m_r.stop_reason +
+                             "): raise --max-time, or ask for fewer --contexts");
+      say("warning: " + m_r.warnings.back());
+    }
+    m_r.contexts = std::move(c);
   }
 
   /// Energy per run from the energy counter: over each pair of readings
@@ -777,6 +893,10 @@ class runner {
   std::int64_t m_measure_start_ns = 0;
   int m_next_ci_check = 0;
   std::vector<double> m_kept;
+  std::map<int, std::vector<double>> m_kept_by_context;
+  int m_context = 0;          ///< the context samples are taken in now
+  bool m_new_context = true;  ///< a release happened: the next sample starts a context
+  int m_next_context_check = 0;
   std::optional<telemetry::clock_reason_counters> m_last_counters;
   std::optional<telemetry::clock_reason_counters> m_burst_counters;
   std::string m_warmup_throttle;  ///< what ended a cold warm-up early
@@ -868,6 +988,11 @@ void validate(const protocol_options& o) {
   require(o.repeats_to_cooldown >= 1, "repeats to cool-down must be at least 1");
   require(o.profile_temp_bucket_c > 0 && o.profile_clock_bucket_mhz > 0,
           "profile bucket widths must be positive");
+  require(o.contexts >= 1 && o.contexts <= 10000, "--contexts must be in 1..10000");
+  require(o.contexts == 1 || (o.mode == run_mode::cold && o.policy == sampling_policy::coolbench),
+          "--contexts above 1 spreads a cold-mode run of the coolbench policy; with --mode " +
+              to_string(o.mode) + " and --policy " + to_string(o.policy) + " leave it at 1");
+  require(o.context_min_samples >= 1, "--context-min-samples must be at least 1");
 }
 
 run_result measure(workload& w, environment& env, const protocol_options& options,

@@ -399,6 +399,83 @@ TEST(Protocol, AWorkloadThatRefusesItsInputIsTheCallersToFix) {
   EXPECT_GE(g.device_releases, 2);
 }
 
+/// Two context levels 2.5% apart, in turn, as the H200 shows them for
+/// GPT-2's layer GEMMs; `first_slow` picks which one the run starts in.
+sim::gpu_model two_context_levels(bool first_slow) {
+  sim::gpu_model m;
+  m.jitter_ms = 0.002;
+  // The first measured context comes after the gate's release (index 1).
+  m.context_levels = first_slow ? std::vector<double>{1.0, 1.025} : std::vector<double>{1.025, 1.0};
+  return m;
+}
+
+TEST(Protocol, OneContextGivesOneContextsLevel) {
+  sim::gpu slow_start(two_context_levels(true));
+  sim::gpu fast_start(two_context_levels(false));
+  const run_result slow = run_sim(slow_start, quick_options());
+  const run_result fast = run_sim(fast_start, quick_options());
+  ASSERT_TRUE(slow.converged && fast.converged);
+  // Each run is sure of its figure, and the two differ by the levels' 2.5%.
+  EXPECT_GT(relative_difference(slow.summary.median_ms, fast.summary.median_ms), 0.02);
+  EXPECT_FALSE(slow.contexts);
+}
+
+TEST(Protocol, SpreadOverContextsTheFigureIsTheMeanOfTheContextMedians) {
+  protocol_options o = quick_options();
+  o.rel_ci = 0.005;
+  o.contexts = 8;
+  sim::gpu slow_start(two_context_levels(true));
+  sim::gpu fast_start(two_context_levels(false));
+  const run_result slow = run_sim(slow_start, o);
+  const run_result fast = run_sim(fast_start, o);
+  for (const run_result* r : {&slow, &fast}) {
+    ASSERT_TRUE(r->complete) << r->error;
+    EXPECT_TRUE(r->converged) << r->stop_reason;
+    ASSERT_TRUE(r->contexts);
+    const auto& c = *r->contexts;
+    // More than asked for: 8 contexts at 2.5% apart leave a CI of about ±1%.
+    EXPECT_GT(static_cast<int>(c.per_context.size()), 8);
+    ASSERT_TRUE(c.ci);
+    EXPECT_LE((c.ci->second - c.ci->first) / 2, o.rel_ci * c.mean_ms);
+    EXPECT_LE(c.ci->first, c.mean_ms);
+    EXPECT_GE(c.ci->second, c.mean_ms);
+    EXPECT_NEAR(c.spread, 0.025, 0.003);
+    EXPECT_GE(r->releases, static_cast<int>(c.per_context.size()));
+    double sum = 0;
+    for (const auto& f : c.per_context) {
+      EXPECT_GE(f.samples, o.context_min_samples);
+      // Each context's median is one of the two levels.
+      const double level = f.median_ms / 0.4;
+      EXPECT_TRUE(std::abs(level - 1.0) < 0.006 || std::abs(level - 1.025) < 0.006) << level;
+      sum += f.median_ms;
+    }
+    EXPECT_NEAR(c.mean_ms, sum / static_cast<double>(c.per_context.size()), 1e-12);
+    // Every measured sample says which context it ran in, in order.
+    int last = 0;
+    for (const auto& s : r->samples) {
+      EXPECT_GE(s.context, last);
+      last = s.context;
+    }
+  }
+  // Whichever context the run started in, the figures agree.
+  EXPECT_LT(relative_difference(slow.contexts->mean_ms, fast.contexts->mean_ms), 0.005);
+}
+
+TEST(Protocol, TooFewContextsBeforeTheLimitAreReported) {
+  protocol_options o = quick_options();
+  o.contexts = 50;
+  o.min_time = 0ms;
+  o.max_time = 1500ms;
+  sim::gpu g(two_context_levels(true));
+  const run_result r = run_sim(g, o);
+  EXPECT_FALSE(r.converged);
+  EXPECT_EQ(r.stop_reason, "max time");
+  ASSERT_TRUE(r.contexts);
+  EXPECT_LT(static_cast<int>(r.contexts->per_context.size()), 50);
+  ASSERT_FALSE(r.warnings.empty());
+  EXPECT_NE(r.warnings.back().find("of the 50 contexts"), std::string::npos) << r.warnings.back();
+}
+
 TEST(Protocol, ImpossibleOptionsAreRefused) {
   sim::gpu g({});
   protocol_options o;
@@ -412,6 +489,16 @@ TEST(Protocol, ImpossibleOptionsAreRefused) {
   o = {};
   o.max_temp_c = 40;
   o.target_temp_c = 45;
+  EXPECT_THROW((void)run_sim(g, o), invalid_argument);
+  o = {};
+  o.contexts = 4;
+  o.mode = run_mode::sustained;
+  EXPECT_THROW((void)run_sim(g, o), invalid_argument);
+  o.mode = run_mode::cold;
+  o.policy = sampling_policy::naive;
+  EXPECT_THROW((void)run_sim(g, o), invalid_argument);
+  o = {};
+  o.contexts = 0;
   EXPECT_THROW((void)run_sim(g, o), invalid_argument);
   EXPECT_THROW((void)parse_run_mode("warm"), invalid_argument);
   EXPECT_EQ(parse_sampling_policy("fixed-sleep"), sampling_policy::fixed_sleep);

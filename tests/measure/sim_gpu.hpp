@@ -40,6 +40,10 @@ struct gpu_model {
   /// 60 ms after the latency rose).
   std::int64_t report_lag_ns = 0;
   double idle_w = 80, busy_w = 400;
+  /// Latency factor of each CUDA context, in turn (context k after k device
+  /// releases gets entry k mod size): the H200's per-context levels, which
+  /// no sensor shows. Empty: 1.
+  std::vector<double> context_levels;
 };
 
 /// The simulated GPU and its clock; the workload and the environment share it.
@@ -80,7 +84,11 @@ class gpu {
     t.start_ns = m_now;
     // Jitter from a fixed sequence (a Weyl sequence: uniform, repeatable).
     m_jitter_phase = std::fmod(m_jitter_phase + 0.6180339887498949, 1.0);
-    const double ms = m.base_ms * m.max_clock / clock() + m.jitter_ms * m_jitter_phase;
+    const double level =
+        m.context_levels.empty()
+            ? 1.0
+            : m.context_levels[static_cast<std::size_t>(device_releases) % m.context_levels.size()];
+    const double ms = level * m.base_ms * m.max_clock / clock() + m.jitter_ms * m_jitter_phase;
     advance(ms, true);
     t.end_ns = m_now;
     t.latency_ms = m.tick_ms > 0 ? std::round(ms / m.tick_ms) * m.tick_ms : ms;

@@ -112,6 +112,18 @@ struct protocol_options {
   double discard_clock_fraction = 0.75;              ///< clock_discard: nvbench's 75 %
   std::chrono::milliseconds discard_sleep{50};       ///< clock_discard: nvbench's 50 ms
 
+  // Contexts: on the H200 a GEMM chain's latency differs by up to 2.7%
+  // between CUDA contexts with every sensor reading the same, and stays put
+  // within one (docs/perf/thermal.md): a figure from one context is one draw.
+  // With `contexts` of 2 or more (coolbench policy, cold mode), the
+  // measurement is spread over at least that many contexts (a device release
+  // and a full warm-up between them; a context ends once its own median's CI
+  // meets rel_ci, after `context_min_samples`), the figure is the mean of the
+  // per-context medians and the stopping rule asks its Student-t CI to meet
+  // rel_ci (more contexts are added until it does, or a limit stops the run).
+  int contexts = 1;
+  int context_min_samples = 30;
+
   std::uint64_t seed = 1;  ///< for the bootstrap
 };
 
@@ -134,7 +146,8 @@ enum class sample_phase : std::uint8_t { warmup, measure, soak };
 struct sample_record {
   timing time;
   sample_phase phase = sample_phase::measure;
-  int burst = 0;  ///< cold mode: which burst; 0 otherwise
+  int burst = 0;    ///< cold mode: which burst; 0 otherwise
+  int context = 0;  ///< which CUDA context it ran in: 1, then +1 after each device release
   sample_conditions conditions;
   bool throttled = false;
   std::string throttle_reason;  ///< "sw_power_cap", "clock 1755 < 0.97 × 1980 MHz", …
@@ -177,6 +190,24 @@ struct profile_result {
   std::optional<double> pct_per_100mhz;  ///< slope on SM clock, % of the mean per 100 MHz
 };
 
+/// One context's part of a run spread over several (protocol_options::contexts).
+struct context_figure {
+  int context = 0;  ///< as sample_record::context
+  int samples = 0;  ///< kept measurement samples
+  double median_ms = 0;
+};
+
+/// The figure of a run spread over several contexts.
+struct context_summary {
+  /// Contexts with at least context_min_samples kept samples, in order.
+  std::vector<context_figure> per_context;
+  double mean_ms = 0;  ///< mean of their medians: the run's figure
+  /// Student-t interval of that mean at ci_level; empty with one context.
+  std::optional<std::pair<double, double>> ci;
+  double spread = 0;  ///< slowest context's median / fastest's − 1
+  double cv = 0;      ///< stddev / mean of the medians
+};
+
 struct run_result {
   std::string workload;
   protocol_options options;
@@ -185,13 +216,17 @@ struct run_result {
 
   latency_summary summary;                             ///< of the kept measurement samples
   std::optional<std::pair<double, double>> median_ci;  ///< lower, upper (ms)
+  /// With protocol_options::contexts >= 2: the per-context figures, their
+  /// mean (the run's figure) and its CI. `summary` and `median_ci` stay those
+  /// of all kept samples pooled.
+  std::optional<context_summary> contexts;
   /// The smallest difference between two kept latencies (ms): at most the
   /// timer's tick. Empty with fewer than two distinct values.
   std::optional<double> timer_step_ms;
   /// What the measurement found that a reader of its figure should know,
   /// e.g. that the timer's step is no finer than --rel-ci.
   std::vector<std::string> warnings;
-  bool converged = false;  ///< the CI met rel_ci
+  bool converged = false;  ///< the CI (over contexts, with contexts >= 2) met rel_ci
   /// "converged", "max time", "max samples", "interrupted", "gate time-out",
   /// "error" (a failure part-way), "invalid input" (the workload refused
   /// what it was given: an unbound model dimension), …

@@ -1,0 +1,87 @@
+// The run's renderings (human summary, JSON, CSV) of a run spread over
+// several contexts, on a hand-built result.
+#include "cli/run_report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace coolbench::cli {
+namespace {
+
+measure::run_result spread_result() {
+  measure::run_result r;
+  r.workload = "gemm fp16 (cuBLASLt)";
+  r.options.contexts = 3;
+  r.stop_reason = "converged";
+  r.converged = true;
+  for (int c = 1; c <= 3; ++c) {
+    for (int i = 0; i < 4; ++i) {
+      measure::sample_record s;
+      s.context = c;
+      s.burst = c;
+      s.time.latency_ms = c == 2 ? 0.2597 : 0.2533;
+      r.samples.push_back(s);
+    }
+  }
+  r.summary.count = 12;
+  r.summary.median_ms = 0.2533;
+  measure::context_summary cs;
+  cs.per_context = {{1, 4, 0.2533}, {2, 4, 0.2597}, {3, 4, 0.2533}};
+  cs.mean_ms = (0.2533 * 2 + 0.2597) / 3;
+  cs.ci = std::pair{0.2460, 0.2649};
+  cs.spread = 0.2597 / 0.2533 - 1;
+  cs.cv = 0.0144;
+  r.contexts = cs;
+  return r;
+}
+
+TEST(RunReport, ASpreadRunLeadsWithTheMeanOverContexts) {
+  const std::string text = format_run_summary(spread_result());
+  EXPECT_NE(text.find("latency 0.2554 ms (CI 95%: 0.2460 to 0.2649 ms, ±3.70%)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("mean of 3 contexts' medians; they range 0.2533 to 0.2597 ms (2.53% apart"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("all samples pooled: median 0.2533 ms"), std::string::npos) << text;
+  EXPECT_LT(text.find("latency 0.2554"), text.find("all samples pooled"));
+}
+
+TEST(RunReport, OneContextSaysMedianAsBefore) {
+  auto r = spread_result();
+  r.contexts.reset();
+  const std::string text = format_run_summary(r);
+  EXPECT_EQ(text.find("contexts' medians"), std::string::npos);
+  EXPECT_NE(text.find("\nmedian 0.2533 ms"), std::string::npos) << text;
+}
+
+TEST(RunReport, JsonAndCsvCarryTheContexts) {
+  const auto r = spread_result();
+  const nlohmann::json doc = to_json(r);
+  const auto& c = doc.at("summary").at("contexts");
+  EXPECT_EQ(c.at("count"), 3);
+  EXPECT_DOUBLE_EQ(c.at("mean_ms").get<double>(), r.contexts->mean_ms);
+  EXPECT_DOUBLE_EQ(c.at("ci_ms").at(1).get<double>(), 0.2649);
+  EXPECT_EQ(c.at("per_context").at(1).at("context"), 2);
+  EXPECT_DOUBLE_EQ(c.at("per_context").at(1).at("median_ms").get<double>(), 0.2597);
+  EXPECT_EQ(doc.at("samples").at(5).at("context"), 2);
+  EXPECT_EQ(doc.at("configuration").at("contexts"), 3);
+  auto single = r;
+  single.contexts.reset();
+  EXPECT_TRUE(to_json(single).at("summary").at("contexts").is_null());
+
+  const std::string csv = samples_csv(r);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "phase,burst,start_ns,end_ns,latency_ms,kept,throttled,throttle_reason,temp_c,"
+            "sm_clock_mhz,power_w,clock_reasons,context");
+  // The fifth sample is the second context's first: the line ends in ",2".
+  std::size_t line = 0;
+  for (int i = 0; i < 5; ++i) line = csv.find('\n', line) + 1;
+  const std::string fifth = csv.substr(line, csv.find('\n', line) - line);
+  EXPECT_EQ(fifth.substr(fifth.size() - 2), ",2") << fifth;
+}
+
+}  // namespace
+}  // namespace coolbench::cli
