@@ -286,7 +286,22 @@ class runner {
 
   [[nodiscard]] bool spread_over_contexts() const {
     return m_o.contexts > 1 && m_o.policy == sampling_policy::coolbench &&
-           m_o.mode == run_mode::cold && m_r.conditions.gpu.has_value();
+           m_o.mode == run_mode::cold && m_r.conditions.gpu.has_value() && !m_bursts_end_by_state;
+  }
+
+  /// A burst ended because the GPU's state changed (a power-bound chain
+  /// reaches the cap within ~60 ms): every burst then ends with a release
+  /// anyway, so the samples already come from many contexts, and a burst is
+  /// too short to give its context a figure of its own (on the H200 such
+  /// burst medians spread 8.7 %, docs/perf/thermal.md). From here on the
+  /// figure is the median of all kept samples, as with one context, and each
+  /// gate re-warms with a few runs, not a full warm-up that would spend the
+  /// cold state.
+  void bursts_end_by_state_change() {
+    if (m_bursts_end_by_state) return;
+    m_bursts_end_by_state = true;
+    say("bursts end when the GPU's state changes: each is a fresh context already; the figure "
+        "is the median of all bursts' samples");
   }
 
   /// The contexts with at least context_min_samples kept samples, in order.
@@ -521,7 +536,11 @@ class runner {
         take(sample_phase::measure, burst);
         if (should_stop()) return;  // a limit
         ended = state_change_since(burst_start, first);
-        if (ended.empty() && context_done()) ended = "the context's share";
+        if (!ended.empty()) {
+          bursts_end_by_state_change();
+          break;
+        }
+        if (context_done()) ended = "the context's share";
         if (ended.empty() && m_env.now_ns() - burst_start > to_ns(m_o.max_burst)) {
           ended = "longest burst";
         }
@@ -534,6 +553,7 @@ class runner {
         m_r.stop_reason.clear();
         m_r.converged = false;
         ended = late;
+        bursts_end_by_state_change();
       }
       while (ended.empty()) {
         take(sample_phase::measure, burst);
@@ -894,8 +914,9 @@ class runner {
   int m_next_ci_check = 0;
   std::vector<double> m_kept;
   std::map<int, std::vector<double>> m_kept_by_context;
-  int m_context = 0;          ///< the context samples are taken in now
-  bool m_new_context = true;  ///< a release happened: the next sample starts a context
+  int m_context = 0;                   ///< the context samples are taken in now
+  bool m_new_context = true;           ///< a release happened: the next sample starts a context
+  bool m_bursts_end_by_state = false;  ///< see bursts_end_by_state_change()
   int m_next_context_check = 0;
   std::optional<telemetry::clock_reason_counters> m_last_counters;
   std::optional<telemetry::clock_reason_counters> m_burst_counters;

@@ -461,6 +461,23 @@ TEST(Protocol, SpreadOverContextsTheFigureIsTheMeanOfTheContextMedians) {
   EXPECT_LT(relative_difference(slow.contexts->mean_ms, fast.contexts->mean_ms), 0.005);
 }
 
+TEST(Protocol, BurstsCutByTheCapAreContextsAlreadyAndThePooledMedianIsTheFigure) {
+  protocol_options o = quick_options();
+  o.contexts = 5;
+  o.rel_ci = 0.005;
+  sim::gpu g(power_bound_chain());
+  const run_result r = run_sim(g, o);
+  ASSERT_TRUE(r.complete) << r.error;
+  EXPECT_TRUE(r.converged) << r.stop_reason;
+  EXPECT_GT(r.bursts, 2);
+  // No per-context figure from bursts of a few samples each; the figure is
+  // the uncapped latency, as without --contexts.
+  EXPECT_FALSE(r.contexts);
+  EXPECT_NEAR(r.summary.median_ms, 5.0, 0.01);
+  // Every burst ran in its own context.
+  EXPECT_GE(r.samples.back().context, r.bursts);
+}
+
 TEST(Protocol, TooFewContextsBeforeTheLimitAreReported) {
   protocol_options o = quick_options();
   o.contexts = 50;
