@@ -112,7 +112,7 @@ struct protocol_options {
   double discard_clock_fraction = 0.75;              ///< clock_discard: nvbench's 75 %
   std::chrono::milliseconds discard_sleep{50};       ///< clock_discard: nvbench's 50 ms
 
-  // Contexts: on the H200 a GEMM chain's latency differs by up to 2.7%
+  // Contexts: on the H200 a GEMM chain's latency differs by up to 3%
   // between CUDA contexts with every sensor reading the same, and stays put
   // within one (docs/perf/thermal.md): a figure from one context is one draw.
   // With `contexts` of 2 or more (coolbench policy, cold mode), the
