@@ -272,10 +272,13 @@ class runner {
     return false;
   }
 
-  bool ci_met() const {
+  bool ci_met() const { return median_ci_within_rel_ci(m_kept); }
+
+  /// Whether the order-statistic CI of these samples' median is within rel_ci.
+  [[nodiscard]] bool median_ci_within_rel_ci(const std::vector<double>& kept) const {
     try {
-      const stats::median_interval ci = stats::median_ci_order_statistic(m_kept, m_o.ci_level);
-      const double median = stats::median(m_kept);
+      const stats::median_interval ci = stats::median_ci_order_statistic(kept, m_o.ci_level);
+      const double median = stats::median(kept);
       return median > 0 && (ci.upper - ci.lower) / 2 <= m_o.rel_ci * median;
     } catch (const invalid_argument&) {
       return false;  // too few samples for the level yet
@@ -308,17 +311,22 @@ class runner {
   [[nodiscard]] std::vector<context_figure> context_figures() const {
     std::vector<context_figure> out;
     for (const auto& [context, kept] : m_kept_by_context) {
-      if (static_cast<int>(kept.size()) < m_o.context_min_samples || kept.empty()) continue;
+      if (static_cast<int>(kept.size()) < m_o.context_min_samples) continue;
       out.push_back({context, static_cast<int>(kept.size()), stats::median(kept)});
     }
     return out;
   }
 
+  [[nodiscard]] static std::vector<double> medians_of(const std::vector<context_figure>& figures) {
+    std::vector<double> medians;
+    medians.reserve(figures.size());
+    for (const auto& f : figures) medians.push_back(f.median_ms);
+    return medians;
+  }
+
   [[nodiscard]] bool contexts_ci_met(const std::vector<context_figure>& figures) const {
     if (figures.size() < 2) return false;
-    std::vector<double> medians;
-    for (const auto& f : figures) medians.push_back(f.median_ms);
-    const stats::mean_interval ci = stats::mean_ci_student_t(medians, m_o.ci_level);
+    const stats::mean_interval ci = stats::mean_ci_student_t(medians_of(figures), m_o.ci_level);
     return ci.mean > 0 && (ci.upper - ci.lower) / 2 <= m_o.rel_ci * ci.mean;
   }
 
@@ -327,17 +335,10 @@ class runner {
   bool context_done() {
     const auto it = m_kept_by_context.find(m_context);
     if (it == m_kept_by_context.end()) return false;
-    const auto& kept = it->second;
-    const auto n = static_cast<int>(kept.size());
+    const auto n = static_cast<int>(it->second.size());
     if (n < m_o.context_min_samples || n < m_next_context_check) return false;
     m_next_context_check = n + std::max(1, n / 20);
-    try {
-      const stats::median_interval ci = stats::median_ci_order_statistic(kept, m_o.ci_level);
-      const double median = stats::median(kept);
-      return median > 0 && (ci.upper - ci.lower) / 2 <= m_o.rel_ci * median;
-    } catch (const invalid_argument&) {
-      return false;
-    }
+    return median_ci_within_rel_ci(it->second);
   }
 
   bool stop_with(std::string reason) {
@@ -765,8 +766,7 @@ class runner {
     context_summary c;
     c.per_context = context_figures();
     if (c.per_context.empty()) return;
-    std::vector<double> medians;
-    for (const auto& f : c.per_context) medians.push_back(f.median_ms);
+    const std::vector<double> medians = medians_of(c.per_context);
     const auto [low, high] = std::minmax_element(medians.begin(), medians.end());
     c.spread = *high / *low - 1;
     const latency_summary s = summarize_latencies(medians);
