@@ -83,6 +83,9 @@ class runner {
     m_r.options.on_throttle = m_action;
     m_r.conditions = m_env.conditions();
     for (const auto& warning : m_r.conditions.warnings) say("warning: " + warning);
+    // Contexts are a GPU's: a host workload is one "context", and the
+    // configuration records what applied, as it does for on_throttle.
+    if (!m_r.conditions.gpu) m_r.options.contexts = 1;
     if (m_r.conditions.gpu) {
       const auto& id = *m_r.conditions.gpu;
       if (id.clock_sm_max_mhz.ok()) m_max_clock = id.clock_sm_max_mhz.value;

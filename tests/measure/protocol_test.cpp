@@ -493,6 +493,22 @@ TEST(Protocol, TooFewContextsBeforeTheLimitAreReported) {
   EXPECT_NE(r.warnings.back().find("of the 50 contexts"), std::string::npos) << r.warnings.back();
 }
 
+// Contexts are a GPU's: a host workload runs plain, and its configuration
+// says one context applied, not the five asked for.
+TEST(Protocol, AHostWorkloadIsNotSpreadOverContexts) {
+  sim::gpu g({});
+  sim::workload w(g);
+  sim::environment env(g);
+  env.host_only = true;
+  protocol_options o = quick_options();
+  o.contexts = 5;
+  const run_result r = measure(w, env, o);
+  EXPECT_TRUE(r.complete) << r.error;
+  EXPECT_EQ(r.options.contexts, 1);
+  EXPECT_FALSE(r.contexts);
+  EXPECT_NEAR(r.summary.median_ms, 0.4, 1e-9);
+}
+
 TEST(Protocol, ImpossibleOptionsAreRefused) {
   sim::gpu g({});
   protocol_options o;

@@ -238,7 +238,7 @@ class environment final : public measure::environment {
   }
   run_conditions conditions() override {
     run_conditions c;
-    c.gpu = m_identity;
+    if (!host_only) c.gpu = m_identity;
     return c;
   }
   std::optional<telemetry::gpu_sample> latest() override { return m_gpu.latest(); }
@@ -258,6 +258,8 @@ class environment final : public measure::environment {
   }
   bool interrupted() override { return interrupt_after >= 0 && ++m_polls > interrupt_after; }
 
+  /// Report no GPU, as for a workload on the host (the CPU backend).
+  bool host_only = false;
   int interrupt_after = -1;  ///< polls before interrupted() turns true; -1 never
   /// Releases that work before every later one throws (the GPU is gone); -1 never.
   int releases_before_failing = -1;
