@@ -13,6 +13,14 @@ cold, the CV of the figures over repeats, the median wall time to a result
 and the CI half-width reached; and, with --profile, the profile table of a
 power-bound workload.
 
+With --processes K each baseline policy also measures K times from a cool
+start, each in a fresh process: on a GPU whose figure is a property of the
+CUDA context (docs/perf/thermal.md, "Contexts"), that is what a baseline's
+user must do to get a CI that holds for the next process, and it is the
+fair "same CI width" for the wall-time target: the mean of K figures with its
+Student-t CI, against the coolbench policy's mean over contexts. Since both
+CIs narrow as 1/sqrt(n), the wall time to equal widths is wall * width^2.
+
 A call of the GPU machine lasts at most 10 minutes, so run one workload per
 call (--workload) and keep what it prints; each call writes OUT/results.jsonl
 (one line per run, small) and OUT/summary.md. Then --from combines the
@@ -26,6 +34,7 @@ issue's targets for the coolbench policy checked against the baselines.
 
 import argparse
 import json
+import math
 import os
 import random
 import statistics
@@ -49,7 +58,7 @@ def run(command, check=True):
 def measure(o, name, spec, policy, start, repeat, out_dir):
     """One `coolbench run`; returns the compact record."""
     coolbench = os.path.join(o.build, "bin", "coolbench")
-    if start == "cool":
+    if start in ("cool", "process"):
         run([coolbench, "wait-cool", "--device", str(o.device), "--below", str(o.cool_below),
              "--timeout", "600", "--quiet"])
     else:
@@ -192,8 +201,102 @@ def timer_steps(records):
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def student_t_quantile(p, df):
+    """The p-quantile of Student's t with df degrees of freedom (Simpson's rule
+    on the density, bisection; 1e-9 is far below what a CI needs, and the
+    device machine need not have scipy)."""
+    log_norm = (math.lgamma((df + 1) / 2) - math.lgamma(df / 2)
+                - 0.5 * math.log(df * math.pi))
+
+    def density(x):
+        return math.exp(log_norm - (df + 1) / 2 * math.log1p(x * x / df))
+
+    def cdf(t):  # t >= 0
+        steps = 4000
+        h = t / steps
+        area = density(0) + density(t)
+        area += sum((4 if i % 2 else 2) * density(i * h) for i in range(1, steps))
+        return 0.5 + area * h / 3
+
+    if p < 0.5:
+        return -student_t_quantile(1 - p, df)
+    low, high = 0.0, 1.0
+    while cdf(high) < p:
+        high *= 2
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if cdf(middle) < p else (low, middle)
+    return (low + high) / 2
+
+
+def mean_ci_half_width(values, level=0.95):
+    """Half-width of the Student-t CI of the mean, relative to the mean."""
+    if len(values) < 2:
+        return None
+    mean = statistics.mean(values)
+    t = student_t_quantile(0.5 + level / 2, len(values) - 1)
+    return t * statistics.stdev(values) / math.sqrt(len(values)) / mean
+
+
+def processes(records):
+    """Markdown: each baseline's figures over fresh processes (start
+    "process"), against the coolbench policy's cool-start runs; None without
+    such records."""
+    rows = [r for r in records if r["start"] == "process" and r["median_ms"]]
+    if not rows:
+        return ""
+    lines = ["## Across fresh processes\n",
+             "| workload | policy | runs | mean of their figures | figures range | CV | "
+             "CI half-width of the mean | wall time | wall time at coolbench's CI width |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    verdicts = []
+    for workload in sorted({r["workload"] for r in rows}):
+        ours = [r for r in records if r["workload"] == workload and r["policy"] == "coolbench"
+                and r["start"] == "cool" and r["median_ms"] and r["ci_half_width_rel"]]
+        our_width = statistics.median([r["ci_half_width_rel"] for r in ours]) if ours else None
+        our_wall = statistics.median([r["wall_s"] for r in ours]) if ours else None
+        if ours:
+            figures = [r["median_ms"] for r in ours]
+            lines.append(
+                f"| {workload} | coolbench (one run, over contexts) | {len(ours)} | "
+                f"{milliseconds(statistics.mean(figures))} | "
+                f"{milliseconds(min(figures))} – {milliseconds(max(figures))} | "
+                + ("n/a" if cv(figures) is None else f"{cv(figures) * 100:.2f}%")
+                + f" | ±{our_width * 100:.2f}% (its own) | {our_wall:.1f} s per run | "
+                f"{our_wall:.1f} s |")
+        for policy in POLICIES:
+            mine = [r for r in rows if r["workload"] == workload and r["policy"] == policy]
+            if len(mine) < 2:
+                continue
+            figures = [r["median_ms"] for r in mine]
+            width = mean_ci_half_width(figures)
+            wall = sum(r["wall_s"] for r in mine)
+            scaled = wall * (width / our_width) ** 2 if our_width and width else None
+            lines.append(
+                f"| {workload} | {policy} | {len(mine)} | {milliseconds(statistics.mean(figures))} | "
+                f"{milliseconds(min(figures))} – {milliseconds(max(figures))} | "
+                f"{cv(figures) * 100:.2f}% | ±{width * 100:.2f}% | {wall:.1f} s | "
+                + (f"{scaled:.1f} s |" if scaled is not None else "n/a |"))
+            if policy == "fixed-sleep" and scaled and our_wall:
+                ratio = our_wall / scaled
+                verdicts.append(
+                    f"- {workload}, coolbench: wall time at equal CI width over processes "
+                    f"{our_wall:.1f} s = {ratio:.2f}× fixed-sleep's {scaled:.1f} s (≤ "
+                    f"{TARGET_WALL_VS_FIXED_SLEEP}×): "
+                    f"{'met' if ratio <= TARGET_WALL_VS_FIXED_SLEEP else 'NOT met'}")
+            if ours:
+                gap = statistics.mean(figures) / statistics.mean(
+                    [r["median_ms"] for r in ours]) - 1
+                verdicts.append(f"- {workload}, {policy}: its mean over processes is "
+                                f"{gap * 100:+.2f}% from coolbench's figure")
+    return "\n".join(lines) + "\n\n" + "\n".join(verdicts) + ("\n" if verdicts else "")
+
+
 def report(records):
-    return "# thermal_invariance\n\n" + table(records) + "\n" + targets(records) + timer_steps(records)
+    main = [r for r in records if r["start"] != "process"]
+    return ("# thermal_invariance\n\n" + table(main) + "\n" + targets(main)
+            + timer_steps(main) + ("\n" + processes(records) if any(
+                r["start"] == "process" for r in records) else ""))
 
 
 def read_records(paths):
@@ -225,6 +328,9 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--contexts", type=int,
                         help="--contexts for the coolbench policy (default: coolbench run's)")
+    parser.add_argument("--processes", type=int, default=0, metavar="K",
+                        help="also measure each baseline policy K times from a cool start, "
+                        "each in a fresh process (the CI that holds for the next process)")
     parser.add_argument("--out")
     o = parser.parse_args()
     if o.inputs:
@@ -259,6 +365,17 @@ def main():
                         print(f"[{time.monotonic() - started:6.0f} s] {name} {policy} {start} "
                               f"#{repeat}: {record['median_ms']:.4f} ms "
                               f"({record['stop_reason']}, {record['wall_s']:.1f} s)", flush=True)
+            baselines = [p for p in o.policies if p != "coolbench"]
+            for repeat in range(o.processes):
+                rng.shuffle(baselines)
+                for policy in baselines:
+                    record = measure(o, name, spec, policy, "process", repeat, o.out)
+                    records.append(record)
+                    results.write(json.dumps(record) + "\n")
+                    results.flush()
+                    print(f"[{time.monotonic() - started:6.0f} s] {name} {policy} process "
+                          f"#{repeat}: {record['median_ms']:.4f} ms ({record['wall_s']:.1f} s)",
+                          flush=True)
 
     text = report(records)
     if o.profile:

@@ -79,13 +79,16 @@ fi
 if want thermal-latency; then
   # GPT-2 small's 48 layer GEMMs at sequence 128: latency-bound, barely heats,
   # some 6,000 ticks of the event timer long (docs/measure.md, "GEMM chains").
+  # --processes: the baselines' figures over fresh processes, for the
+  # wall-time target at an equal CI width (docs/perf/thermal.md, "Contexts").
   python3 bench/thermal_invariance.py --build build --workload latency=gemm:fp16:gpt2-small \
-    --repeats 3 --preheat 12 --max-time 20 --rel-ci 0.001 --out "$out/thermal-latency" 2>&1 |
+    --policies coolbench naive fixed-sleep clock-discard --repeats 2 --preheat 8 --max-time 15 \
+    --rel-ci 0.002 --processes 8 --out "$out/thermal-latency" 2>&1 |
     tee "$out/thermal-latency.txt"
 fi
 if want thermal-power; then
   # bf16 8192^3: power-bound, capped within about 60 ms (FACTS-H200.md §2).
   python3 bench/thermal_invariance.py --build build --workload power=gemm:bf16:8192:8192:8192:1 \
-    --repeats 2 --preheat 15 --max-time 20 --rel-ci 0.001 --profile gemm:bf16:8192:8192:8192:1 --profile-time 15 \
+    --policies coolbench naive fixed-sleep --repeats 2 --preheat 10 --max-time 20 --rel-ci 0.001 \
     --out "$out/thermal-power" 2>&1 | tee "$out/thermal-power.txt"
 fi
