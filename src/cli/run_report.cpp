@@ -270,7 +270,7 @@ std::string format_run_summary(const run_result& r) {
   if (!r.final_release.empty()) out += fmt::format("at the end, {}\n", r.final_release);
   for (const auto& warning : r.warnings) out += fmt::format("warning: {}\n", warning);
   out += fmt::format("stopped: {}{}\n", r.stop_reason,
-                     r.converged ? "" : " (the CI did not reach --rel-ci)");
+                     r.converged || !r.complete ? "" : " (the CI did not reach --rel-ci)");
   if (!r.complete)
     out += fmt::format("INCOMPLETE: {}\n", r.error.empty() ? r.stop_reason : r.error);
   if (r.profile) out += "\n" + profile_markdown(r);

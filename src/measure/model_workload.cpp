@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -113,6 +114,9 @@ class model_workload final : public workload {
     if (!std::filesystem::is_regular_file(m_path)) {
       throw invalid_argument("no model file '" + m_path.string() + "'");
     }
+    // Loaded here, so that a file that is no model fails before any
+    // measuring (model_error); the first prepare() takes this graph.
+    m_graph = engine::load_onnx(m_path);
   }
 
   [[nodiscard]] std::string describe() const override {
@@ -125,7 +129,8 @@ class model_workload final : public workload {
 
   void prepare() override {
     if (m_session) return;
-    engine::graph g = engine::load_onnx(m_path);
+    engine::graph g = m_graph ? std::move(*m_graph) : engine::load_onnx(m_path);
+    m_graph.reset();
     std::mt19937_64 rng(input_seed);
     std::vector<std::pair<std::string, engine::tensor>> inputs;
     std::map<std::string, engine::shape_t> shapes;
@@ -162,6 +167,7 @@ class model_workload final : public workload {
   std::filesystem::path m_path;
   std::string m_backend;
   std::map<std::string, std::int64_t> m_dimensions;
+  std::optional<engine::graph> m_graph;  ///< loaded, not yet prepared
   std::unique_ptr<engine::session> m_session;
   std::map<std::string, engine::shape_t> m_shapes;
 };

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +67,13 @@ TEST_F(run_test, a_missing_model_exits_4_and_no_driver_exits_3) {
   const run_result missing = run({"run", (dir() / "nothing.onnx").string()});
   EXPECT_EQ(missing.code, 4) << describe(missing);
   expect_one_line(missing.err, "nothing.onnx");
+  // A file that is no ONNX model fails the same way, before any measuring.
+  const fs::path garbage = dir() / "garbage.onnx";
+  std::ofstream(garbage) << "this is not a protobuf";
+  const run_result corrupt = run({"run", garbage.string()});
+  EXPECT_EQ(corrupt.code, 4) << describe(corrupt);
+  expect_one_line(corrupt.err, "garbage.onnx: not a valid ONNX model");
+  EXPECT_EQ(corrupt.out.find("median"), std::string::npos) << corrupt.out;
   const run_result gpu = run({"run", "--workload", "gemm:fp16:64:64:64"});
   EXPECT_EQ(gpu.code, 3) << describe(gpu);
   expect_one_line(gpu.err, "/nonexistent/libnvidia-ml.so.1");
@@ -107,6 +115,7 @@ TEST_F(run_test, a_cpu_model_run_writes_json_and_csv) {
   EXPECT_TRUE(doc["complete"].get<bool>());
   EXPECT_TRUE(doc["environment"]["gpu"].is_null());
   EXPECT_EQ(doc["configuration"]["mode"], "cold");
+  EXPECT_EQ(doc["configuration"]["contexts"], 1);  // a host workload is never spread
   const int kept = doc["summary"]["latency"]["count"].get<int>();
   EXPECT_GE(kept, 30);
   EXPECT_GT(doc["summary"]["latency"]["median_ms"].get<double>(), 0);
