@@ -366,10 +366,19 @@ class runner {
     m_next_context_check = 0;
   }
 
-  /// Releases the device, waits until the GPU is at or below the target,
-  /// re-acquires and warms up (fully the first time).
-  void gate(bool full_warmup) {
-    release_everything();
+  /// Sleeps until sensor_lag has passed since the last sample ended.
+  void wait_out_sensor_lag() {
+    if (m_r.samples.empty()) return;
+    const std::int64_t until = m_r.samples.back().time.end_ns + to_ns(m_o.sensor_lag);
+    const std::int64_t now = m_env.now_ns();
+    if (until > now) m_env.sleep_for(nanoseconds(until - now));
+  }
+
+  /// Releases the device (unless `already_released`: just done), waits until
+  /// the GPU is at or below the target, re-acquires and warms up (fully the
+  /// first time).
+  void gate(bool full_warmup, bool already_released = false) {
+    if (!already_released) release_everything();
     const std::int64_t began = m_env.now_ns();
     auto t = temperature();
     if (!t) {
@@ -534,6 +543,7 @@ class runner {
       const std::int64_t burst_start = m_env.now_ns();
       const std::size_t first = m_r.samples.size();
       std::string ended;
+      bool released = false;
       while (ended.empty() && spread_over_contexts()) {
         // A burst is one context here; it also ends once the context has its
         // share, and the CI over contexts is looked at when one ends.
@@ -548,7 +558,22 @@ class runner {
         if (ended.empty() && m_env.now_ns() - burst_start > to_ns(m_o.max_burst)) {
           ended = "longest burst";
         }
-        if (ended.empty() || !should_stop(true)) continue;
+        if (ended.empty()) continue;
+        if (!should_stop(true)) {
+          // The next context comes. NVML reports late (on the H200 a hot
+          // GPU reached the cap 30 ms into a context with the power and
+          // clock still reading idle), so the samples are trusted only once
+          // the lag is out; the release counts towards it.
+          release_everything();
+          released = true;
+          wait_out_sensor_lag();
+          const std::string late = state_change_since(burst_start, first);
+          if (!late.empty()) {
+            ended = late;
+            bursts_end_by_state_change();
+          }
+          break;
+        }
         if (m_r.stop_reason != "converged") return;
         // NVML reports late: wait out the lag, look once more.
         m_env.sleep_for(m_o.sensor_lag);
@@ -580,7 +605,7 @@ class runner {
       say("burst " + std::to_string(burst) + ": " + std::to_string(m_r.samples.size() - first) +
           " samples, ended by " + ended);
       // A new context is warmed up in full: its first runs load its kernels.
-      gate(spread_over_contexts());
+      gate(spread_over_contexts(), released);
     }
   }
 
@@ -626,9 +651,24 @@ class runner {
         break;
       }
     }
+    // The baseline: the warm-up just before the burst, in the same context
+    // (a change can come within the burst's first samples: on the H200 a
+    // hot GPU slowed 7 % from the burst's third sample); else the burst's
+    // first samples.
+    if (first >= m_r.samples.size()) return by_period;
     std::vector<double> head;
-    for (std::size_t i = first; i < m_r.samples.size() && head.size() < 8; ++i) {
-      head.push_back(m_r.samples[i].time.latency_ms);
+    for (std::size_t i = first; i > 0 && head.size() < 8; --i) {
+      const auto& before = m_r.samples[i - 1];
+      if (before.phase != sample_phase::warmup || before.context != m_r.samples[first].context) {
+        break;
+      }
+      head.push_back(before.time.latency_ms);
+    }
+    if (head.size() < 3) {
+      head.clear();
+      for (std::size_t i = first; i < m_r.samples.size() && head.size() < 8; ++i) {
+        head.push_back(m_r.samples[i].time.latency_ms);
+      }
     }
     if (head.empty()) return by_period;
     const double baseline = stats::median(head);
