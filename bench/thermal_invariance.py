@@ -240,7 +240,7 @@ def mean_ci_half_width(values, level=0.95):
 
 def processes(records):
     """Markdown: each baseline's figures over fresh processes (start
-    "process"), against the coolbench policy's cool-start runs; None without
+    "process"), against the coolbench policy's cool-start runs; empty without
     such records."""
     rows = [r for r in records if r["start"] == "process" and r["median_ms"]]
     if not rows:
@@ -294,9 +294,9 @@ def processes(records):
 
 def report(records):
     main = [r for r in records if r["start"] != "process"]
+    across = processes(records)
     return ("# thermal_invariance\n\n" + table(main) + "\n" + targets(main)
-            + timer_steps(main) + ("\n" + processes(records) if any(
-                r["start"] == "process" for r in records) else ""))
+            + timer_steps(main) + ("\n" + across if across else ""))
 
 
 def read_records(paths):

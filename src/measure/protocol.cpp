@@ -83,9 +83,6 @@ class runner {
     m_r.options.on_throttle = m_action;
     m_r.conditions = m_env.conditions();
     for (const auto& warning : m_r.conditions.warnings) say("warning: " + warning);
-    // Contexts are a GPU's: a host workload is one "context", and the
-    // configuration records what applied, as it does for on_throttle.
-    if (!m_r.conditions.gpu) m_r.options.contexts = 1;
     if (m_r.conditions.gpu) {
       const auto& id = *m_r.conditions.gpu;
       if (id.clock_sm_max_mhz.ok()) m_max_clock = id.clock_sm_max_mhz.value;
@@ -93,6 +90,9 @@ class runner {
           id.temp_slowdown_c.ok() ? static_cast<double>(id.temp_slowdown_c.value) - 10.0 : 80.0);
     } else {
       m_max_temp = m_o.max_temp_c.value_or(80.0);
+      // Contexts are a GPU's: a host workload is one "context", and the
+      // configuration records what applied, as it does for on_throttle.
+      m_r.options.contexts = 1;
     }
     if (const auto s = m_env.latest(); s && s->temp_gpu_c.ok()) {
       m_r.conditions.start_temp_c = s->temp_gpu_c.value;
@@ -559,28 +559,26 @@ class runner {
           ended = "longest burst";
         }
         if (ended.empty()) continue;
-        if (!should_stop(true)) {
-          // The next context comes. NVML reports late (on the H200 a hot
-          // GPU reached the cap 30 ms into a context with the power and
-          // clock still reading idle), so the samples are trusted only once
-          // the lag is out; the release counts towards it.
+        const bool stopping = should_stop(true);
+        if (stopping && m_r.stop_reason != "converged") return;
+        // NVML reports late (on the H200 a hot GPU reached the cap 30 ms
+        // into a context with the power and clock still reading idle): the
+        // context's samples are trusted only once the lag is out. When a
+        // next context comes, its release counts towards the lag.
+        if (!stopping) {
           release_everything();
           released = true;
-          wait_out_sensor_lag();
-          const std::string late = state_change_since(burst_start, first);
-          if (!late.empty()) {
-            ended = late;
-            bursts_end_by_state_change();
-          }
+        }
+        wait_out_sensor_lag();
+        const std::string late = state_change_since(burst_start, first);
+        if (late.empty()) {
+          if (stopping) return;
           break;
         }
-        if (m_r.stop_reason != "converged") return;
-        // NVML reports late: wait out the lag, look once more.
-        m_env.sleep_for(m_o.sensor_lag);
-        const std::string late = state_change_since(burst_start, first);
-        if (late.empty()) return;
-        m_r.stop_reason.clear();
-        m_r.converged = false;
+        if (stopping) {
+          m_r.stop_reason.clear();
+          m_r.converged = false;
+        }
         ended = late;
         bursts_end_by_state_change();
       }
