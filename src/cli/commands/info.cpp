@@ -7,12 +7,13 @@
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
-#include "cli/format.hpp"
+#include "report/format.hpp"
 #include "cli/help.hpp"
 #include "coolbench/core/error.hpp"
 #include "coolbench/telemetry.hpp"
 
 namespace coolbench::cli {
+using namespace coolbench::report;  // the renderings the commands print and write
 namespace {
 
 struct info_options {

@@ -8,7 +8,7 @@
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
-#include "cli/format.hpp"
+#include "report/format.hpp"
 #include "cli/help.hpp"
 #include "cli/interrupt.hpp"
 #include "coolbench/core/clock.hpp"
@@ -16,6 +16,7 @@
 #include "coolbench/telemetry.hpp"
 
 namespace coolbench::cli {
+using namespace coolbench::report;  // the renderings the commands print and write
 namespace {
 
 struct monitor_options {

@@ -27,7 +27,7 @@
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
-#include "cli/format.hpp"
+#include "report/format.hpp"
 #include "cli/help.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/release_check_idle.hpp"
@@ -39,6 +39,7 @@
 #include "coolbench/telemetry.hpp"
 
 namespace coolbench::cli {
+using namespace coolbench::report;  // the renderings the commands print and write
 namespace {
 
 using namespace std::chrono_literals;
@@ -674,8 +675,8 @@ nlohmann::json mode_json(const mode_record& m) {
       {"listing_rule", to_string(m.view.rule)},
       {"holder_memory_bytes",
        m.view.holder_memory_bytes ? nlohmann::json(*m.view.holder_memory_bytes) : nullptr},
-      {"processes", cli::to_json(m.view.processes)},
-      {"sample", m.view.sample ? cli::to_json(*m.view.sample) : nlohmann::json(nullptr)}};
+      {"processes", report::to_json(m.view.processes)},
+      {"sample", m.view.sample ? report::to_json(*m.view.sample) : nlohmann::json(nullptr)}};
   if (m.report) j["release_report"] = nlohmann::json::parse(device::to_json(*m.report));
   if (m.release_forced_because) j["release_forced_because"] = *m.release_forced_because;
   if (m.child_exit_status) j["child_exit_status"] = *m.child_exit_status;
@@ -697,17 +698,17 @@ nlohmann::json mode_json(const mode_record& m) {
 
 nlohmann::json release_check::to_json() const {
   nlohmann::json baseline_samples = nlohmann::json::array();
-  for (const auto& s : m_pre_run) baseline_samples.push_back(cli::to_json(s));
+  for (const auto& s : m_pre_run) baseline_samples.push_back(report::to_json(s));
   return {{"command", "release-check"},
           {"version", 1},
-          {"gpu", cli::to_json(m_gpu.identity())},
+          {"gpu", report::to_json(m_gpu.identity())},
           {"options",
            {{"hold_s", m_options.hold_s},
             {"timeout_s", m_options.timeout_s},
             {"period_ms", sample_period.count()}}},
           {"baseline",
            {{"idle", m_pre_idle},
-            {"processes", cli::to_json(m_pre_processes)},
+            {"processes", report::to_json(m_pre_processes)},
             {"samples", baseline_samples}}},
           {"release", mode_json(m_release)},
           {"process_exit", mode_json(m_exit)},

@@ -15,10 +15,10 @@
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
-#include "cli/format.hpp"
+#include "report/format.hpp"
 #include "cli/help.hpp"
 #include "cli/interrupt.hpp"
-#include "cli/run_report.hpp"
+#include "report/run_report.hpp"
 #ifdef COOLBENCH_HAVE_ENGINE
 #include "coolbench/engine/model.hpp"
 #endif
@@ -26,6 +26,7 @@
 #include "coolbench/measure/workload.hpp"
 
 namespace coolbench::cli {
+using namespace coolbench::report;  // the renderings the commands print and write
 namespace {
 
 struct run_options {

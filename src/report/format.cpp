@@ -1,4 +1,4 @@
-#include "cli/format.hpp"
+#include "report/format.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 
 #include "coolbench/core/error.hpp"
 
-namespace coolbench::cli {
+namespace coolbench::report {
 
 using telemetry::reading;
 
@@ -376,4 +376,4 @@ nlohmann::json to_json(const telemetry::cpu_sensors& sensors) {
   return j;
 }
 
-}  // namespace coolbench::cli
+}  // namespace coolbench::report

@@ -8,7 +8,7 @@
 
 #include "coolbench/measure/protocol.hpp"
 
-namespace coolbench::cli {
+namespace coolbench::report {
 
 /// The version of the JSON document's layout; bumped on incompatible change.
 inline constexpr const char* k_run_schema = "coolbench.run/1";
@@ -26,4 +26,4 @@ inline constexpr const char* k_run_schema = "coolbench.run/1";
 /// The profile tables in markdown (empty without a profile).
 [[nodiscard]] std::string profile_markdown(const measure::run_result& r);
 
-}  // namespace coolbench::cli
+}  // namespace coolbench::report

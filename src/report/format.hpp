@@ -9,7 +9,7 @@
 
 #include "coolbench/telemetry.hpp"
 
-namespace coolbench::cli {
+namespace coolbench::report {
 
 /// "n/a" for a reading without a value, else the value with `decimals`.
 template <class T>
@@ -48,4 +48,4 @@ void write_text_atomically(const std::string& path, const std::string& text);
 [[nodiscard]] nlohmann::json to_json(const std::vector<telemetry::gpu_process>& processes);
 [[nodiscard]] nlohmann::json to_json(const telemetry::cpu_sensors& sensors);
 
-}  // namespace coolbench::cli
+}  // namespace coolbench::report

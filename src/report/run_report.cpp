@@ -1,14 +1,14 @@
-#include "cli/run_report.hpp"
+#include "report/run_report.hpp"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "cli/format.hpp"
+#include "report/format.hpp"
 #include "coolbench/core/version.hpp"
 #include "coolbench/telemetry/clock_reasons.hpp"
 
-namespace coolbench::cli {
+namespace coolbench::report {
 namespace {
 
 using measure::latency_summary;
@@ -277,4 +277,4 @@ std::string format_run_summary(const run_result& r) {
   return out;
 }
 
-}  // namespace coolbench::cli
+}  // namespace coolbench::report

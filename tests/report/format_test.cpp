@@ -1,6 +1,6 @@
-// The text, CSV and JSON renderings of src/cli/format.hpp on hand-built values: a reading without
+// The text, CSV and JSON renderings of src/report/format.hpp on hand-built values: a reading without
 // a value shows as n/a, an empty CSV cell or null, and never as 0.
-#include "cli/format.hpp"
+#include "report/format.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace coolbench::cli {
+namespace coolbench::report {
 namespace {
 
 using telemetry::reading;
@@ -423,4 +423,4 @@ TEST(gpu_info, shows_values_and_na_for_readings_without_one) {
 }
 
 }  // namespace
-}  // namespace coolbench::cli
+}  // namespace coolbench::report

@@ -1,6 +1,6 @@
 // The run's renderings (human summary, JSON, CSV) of a run spread over
 // several contexts, on a hand-built result.
-#include "cli/run_report.hpp"
+#include "report/run_report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace coolbench::cli {
+namespace coolbench::report {
 namespace {
 
 measure::run_result spread_result() {
@@ -84,4 +84,4 @@ TEST(RunReport, JsonAndCsvCarryTheContexts) {
 }
 
 }  // namespace
-}  // namespace coolbench::cli
+}  // namespace coolbench::report
