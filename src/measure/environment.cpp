@@ -35,9 +35,11 @@ class host_environment : public environment {
 
 class gpu_environment final : public host_environment {
  public:
-  gpu_environment(int ordinal, std::chrono::milliseconds period, std::function<bool()> interrupted)
+  gpu_environment(int ordinal, std::chrono::milliseconds period, std::function<bool()> interrupted,
+                  context_release release)
       : host_environment(std::move(interrupted)),
         m_ordinal(ordinal),
+        m_release(release),
         m_telemetry(ordinal),
         // The throttle time counters every 200 ms rather than every second:
         // they end cold-mode bursts (about 1.2 ms of CPU a second).
@@ -79,7 +81,12 @@ class gpu_environment final : public host_environment {
 
   std::chrono::nanoseconds telemetry_period() const override { return m_sampler.options().period; }
 
+  bool resets_context() const override { return m_release == context_release::reset; }
+
   std::string release_device() override {
+    if (m_release == context_release::keep) {
+      return "release: none, the context is kept (--release keep: the measured code holds it)";
+    }
     const device::release_report r = device::device::get(m_ordinal).release();
     std::ostringstream line;
     if (!r.released) {
@@ -98,6 +105,7 @@ class gpu_environment final : public host_environment {
 
  private:
   int m_ordinal;
+  context_release m_release;
   telemetry::gpu_telemetry m_telemetry;
   telemetry::sampler m_sampler;
 };
@@ -106,8 +114,10 @@ class gpu_environment final : public host_environment {
 
 std::unique_ptr<environment> make_gpu_environment(int ordinal,
                                                   std::chrono::milliseconds telemetry_period,
-                                                  std::function<bool()> interrupted) {
-  return std::make_unique<gpu_environment>(ordinal, telemetry_period, std::move(interrupted));
+                                                  std::function<bool()> interrupted,
+                                                  context_release release) {
+  return std::make_unique<gpu_environment>(ordinal, telemetry_period, std::move(interrupted),
+                                           release);
 }
 
 std::unique_ptr<environment> make_cpu_environment(std::function<bool()> interrupted) {

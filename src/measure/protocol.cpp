@@ -88,6 +88,15 @@ class runner {
       if (id.clock_sm_max_mhz.ok()) m_max_clock = id.clock_sm_max_mhz.value;
       m_max_temp = m_o.max_temp_c.value_or(
           id.temp_slowdown_c.ok() ? static_cast<double>(id.temp_slowdown_c.value) - 10.0 : 80.0);
+      if (!m_env.resets_context()) {
+        // One context throughout: the configuration records what applied.
+        m_r.options.contexts = 1;
+        m_r.warnings.emplace_back(
+            "the CUDA context was kept between bursts (release keep): the GPU cooled with the "
+            "context held, and state that no sensor shows was not cleared between bursts; the "
+            "figure is one context's (docs/measure.md, \"Contexts\")");
+        say("warning: " + m_r.warnings.back());
+      }
     } else {
       m_max_temp = m_o.max_temp_c.value_or(80.0);
       // Contexts are a GPU's: a host workload is one "context", and the
@@ -135,7 +144,7 @@ class runner {
       if (m_r.conditions.gpu) {
         m_r.final_release = m_env.release_device();
         say(m_r.final_release);
-        ++m_r.releases;
+        if (m_env.resets_context()) ++m_r.releases;
       }
     } catch (const std::exception& e) {
       m_r.final_release = std::string("release failed: ") + e.what();
@@ -292,7 +301,8 @@ class runner {
 
   [[nodiscard]] bool spread_over_contexts() const {
     return m_o.contexts > 1 && m_o.policy == sampling_policy::coolbench &&
-           m_o.mode == run_mode::cold && m_r.conditions.gpu.has_value() && !m_bursts_end_by_state;
+           m_o.mode == run_mode::cold && m_r.conditions.gpu.has_value() && m_env.resets_context() &&
+           !m_bursts_end_by_state;
   }
 
   /// A burst ended because the GPU's state changed (a power-bound chain
@@ -357,8 +367,10 @@ class runner {
     return std::nullopt;
   }
 
-  /// The workload's resources, then the device (a context reset).
+  /// The workload's resources, then the device (a context reset). Nothing
+  /// when the context is kept: the workload keeps what it made.
   void release_everything() {
+    if (!m_env.resets_context()) return;
     m_w.release();
     say(m_env.release_device());
     ++m_r.releases;
@@ -385,7 +397,7 @@ class runner {
       say("warning: no GPU temperature reading; not gating on temperature");
     } else if (*t > m_o.target_temp_c) {
       say("gating: " + std::to_string(*t) + " C, waiting for " + format_c(m_o.target_temp_c) +
-          " with the GPU released");
+          (m_env.resets_context() ? " with the GPU released" : " with the context kept"));
     }
     while (t && *t > m_o.target_temp_c) {
       if (m_env.interrupted()) throw stop_run{"interrupted", ""};
@@ -1015,6 +1027,15 @@ sampling_policy parse_sampling_policy(const std::string& text) {
                                       {"clock-discard", sampling_policy::clock_discard},
                                       {"coolbench", sampling_policy::coolbench}},
                                      "policy");
+}
+
+std::string to_string(context_release release) {
+  return release == context_release::reset ? "reset" : "keep";
+}
+
+context_release parse_context_release(const std::string& text) {
+  return parse_enum<context_release>(
+      text, {{"reset", context_release::reset}, {"keep", context_release::keep}}, "release");
 }
 
 throttle_action parse_throttle_action(const std::string& text) {

@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/format.hpp"
 #include "coolbench/core/version.hpp"
 #include "coolbench/telemetry/clock_reasons.hpp"
+#include "report/format.hpp"
 
 namespace coolbench::report {
 namespace {

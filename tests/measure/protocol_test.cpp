@@ -531,6 +531,35 @@ TEST(Protocol, AHostWorkloadIsNotSpreadOverContexts) {
   EXPECT_NEAR(r.summary.median_ms, 0.4, 1e-9);
 }
 
+// Code whose framework holds the context (a PyTorch callable): bursts still
+// end at the cap and cool, but nothing is released between them, the
+// workload is prepared once, and the figure is one context's, said so.
+TEST(Protocol, AKeptContextIsNeitherReleasedNorSpread) {
+  sim::gpu g(power_bound_chain());
+  sim::workload w(g);
+  sim::environment env(g);
+  env.keep_context = true;
+  protocol_options o = quick_options();
+  o.contexts = 5;
+  o.rel_ci = 0.005;
+  const run_result r = measure(w, env, o);
+  ASSERT_TRUE(r.complete) << r.error;
+  EXPECT_TRUE(r.converged) << r.stop_reason;
+  EXPECT_GT(r.bursts, 2);
+  EXPECT_GT(r.discarded, 0);
+  EXPECT_NEAR(r.summary.median_ms, 5.0, 0.01);
+  EXPECT_EQ(g.device_releases, 0);
+  EXPECT_EQ(r.releases, 0);
+  EXPECT_EQ(g.prepares, 1);
+  EXPECT_EQ(g.releases, 1);  // once, at the end
+  EXPECT_EQ(r.options.contexts, 1);
+  EXPECT_FALSE(r.contexts);
+  EXPECT_EQ(r.samples.back().context, 1);
+  EXPECT_EQ(r.final_release, "release: none, the context is kept");
+  ASSERT_FALSE(r.warnings.empty());
+  EXPECT_NE(r.warnings.front().find("context was kept"), std::string::npos) << r.warnings.front();
+}
+
 TEST(Protocol, ImpossibleOptionsAreRefused) {
   sim::gpu g({});
   protocol_options o;

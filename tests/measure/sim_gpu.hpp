@@ -248,7 +248,9 @@ class environment final : public measure::environment {
   std::chrono::nanoseconds telemetry_period() const override {
     return std::chrono::nanoseconds(m_gpu.m.period_ns);
   }
+  bool resets_context() const override { return !keep_context; }
   std::string release_device() override {
+    if (keep_context) return "release: none, the context is kept";
     if (releases_before_failing >= 0 && m_gpu.device_releases >= releases_before_failing) {
       throw cuda_error("cuDevicePrimaryCtxReset failed: CUDA_ERROR_UNKNOWN", 999);
     }
@@ -260,6 +262,9 @@ class environment final : public measure::environment {
 
   /// Report no GPU, as for a workload on the host (the CPU backend).
   bool host_only = false;
+  /// Never reset the context, as for code whose framework holds it
+  /// (context_release::keep).
+  bool keep_context = false;
   int interrupt_after = -1;  ///< polls before interrupted() turns true; -1 never
   /// Releases that work before every later one throws (the GPU is gone); -1 never.
   int releases_before_failing = -1;

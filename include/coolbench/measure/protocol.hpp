@@ -271,16 +271,34 @@ class environment {
   /// Hands the GPU back (the workload has released its resources first).
   /// Returns a line for the report.
   virtual std::string release_device() = 0;
+  /// Whether release_device() resets the CUDA context. False when the
+  /// measured code's framework holds the context (context_release::keep):
+  /// then the protocol neither releases the workload between bursts nor
+  /// spreads the run over contexts.
+  [[nodiscard]] virtual bool resets_context() const { return true; }
   /// True once the user asked to stop (Ctrl-C).
   [[nodiscard]] virtual bool interrupted() = 0;
 };
 
+/// What the real environment does when the protocol hands the GPU back.
+/// `reset`: device::release(), a context reset (refused while memory that
+/// coolbench did not allocate is live in the process). `keep`: nothing; for
+/// code whose framework cannot survive a reset of its context (PyTorch,
+/// CuPy): the GPU then cools with the context held (on the H200 an idle
+/// context costs +43 W and keeps the SM clock at its maximum), and state
+/// that no sensor shows is not cleared between bursts (docs/measure.md).
+enum class context_release : std::uint8_t { reset, keep };
+
+[[nodiscard]] std::string to_string(context_release release);
+/// "reset" or "keep"; throws invalid_argument naming both.
+[[nodiscard]] context_release parse_context_release(const std::string& text);
+
 /// The real environment: a telemetry sampler on GPU `ordinal` (started here,
-/// stopped on destruction) and device::release(). `interrupted` is polled
-/// between samples.
+/// stopped on destruction) and, with context_release::reset,
+/// device::release(). `interrupted` is polled between samples.
 [[nodiscard]] std::unique_ptr<environment> make_gpu_environment(
     int ordinal, std::chrono::milliseconds telemetry_period = std::chrono::milliseconds(20),
-    std::function<bool()> interrupted = {});
+    std::function<bool()> interrupted = {}, context_release release = context_release::reset);
 
 /// For CPU workloads: host clock, no telemetry, nothing to release.
 [[nodiscard]] std::unique_ptr<environment> make_cpu_environment(

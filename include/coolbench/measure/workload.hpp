@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -132,6 +133,36 @@ void validate(const gemm_chain_spec& spec);
 [[nodiscard]] std::unique_ptr<workload> make_model_workload(
     const std::filesystem::path& model, std::string_view backend = "cpu",
     const std::map<std::string, std::int64_t>& dimensions = {});
+
+/// A workload that calls user code: what the Python module measures
+/// (docs/python.md), or any C++ caller's function.
+struct callable_spec {
+  /// For reports: "callable forward (torch)".
+  std::string name = "callable";
+  /// One inference. Required. On a GPU it enqueues its work on `stream` (or
+  /// synchronises itself); it may block.
+  std::function<void()> run;
+  /// Makes what run() needs; called before the first run and again after
+  /// each release(). Optional.
+  std::function<void()> setup;
+  /// Drops what setup() made (so that a device release frees it); called by
+  /// release(). Optional.
+  std::function<void()> teardown;
+  /// The CUDA ordinal the work runs on: timed with CUDA events recorded on
+  /// `stream` before and after run() (the time includes any host gap between
+  /// the callable's launches). Empty: timed with the host clock.
+  std::optional<int> device;
+  /// The cudaStream_t the callable's work goes to, as an integer; 0 is the
+  /// legacy default stream, which also waits for every blocking stream.
+  std::uintptr_t stream = 0;
+  /// Floating-point operations of one run, when the caller knows them.
+  std::optional<double> flops;
+};
+
+/// A callable workload. Throws invalid_argument without `run`, and
+/// not_available for a `device` in a build without CUDA; the GPU is first
+/// touched by prepare() (a lease, two events). Use it from one thread.
+[[nodiscard]] std::unique_ptr<workload> make_callable_workload(callable_spec spec);
 
 /// A workload named on the command line: "gemm:..." (on GPU `device`) or a
 /// path ending in .onnx (the engine's cpu backend; `device` unused). Throws

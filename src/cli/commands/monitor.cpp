@@ -8,12 +8,12 @@
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
-#include "report/format.hpp"
 #include "cli/help.hpp"
 #include "cli/interrupt.hpp"
 #include "coolbench/core/clock.hpp"
 #include "coolbench/core/error.hpp"
 #include "coolbench/telemetry.hpp"
+#include "report/format.hpp"
 
 namespace coolbench::cli {
 using namespace coolbench::report;  // the renderings the commands print and write

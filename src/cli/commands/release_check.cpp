@@ -27,7 +27,6 @@
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
-#include "report/format.hpp"
 #include "cli/help.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/release_check_idle.hpp"
@@ -37,6 +36,7 @@
 #include "coolbench/device/json.hpp"
 #include "coolbench/device/probe.hpp"
 #include "coolbench/telemetry.hpp"
+#include "report/format.hpp"
 
 namespace coolbench::cli {
 using namespace coolbench::report;  // the renderings the commands print and write

@@ -15,9 +15,9 @@
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
-#include "report/format.hpp"
 #include "cli/help.hpp"
 #include "cli/interrupt.hpp"
+#include "report/format.hpp"
 #include "report/run_report.hpp"
 #ifdef COOLBENCH_HAVE_ENGINE
 #include "coolbench/engine/model.hpp"

@@ -7,9 +7,9 @@
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
-#include "report/format.hpp"
 #include "cli/help.hpp"
 #include "coolbench/telemetry.hpp"
+#include "report/format.hpp"
 
 namespace coolbench::cli {
 using namespace coolbench::report;  // the renderings the commands print and write

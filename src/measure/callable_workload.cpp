@@ -1,0 +1,151 @@
+// A workload that calls user code (the Python module's callables). On a GPU
+// it is timed with two CUDA events recorded on the caller's stream around the
+// call; the events are adopted by the device layer, so a device release
+// destroys them and prepare() makes new ones in the new context.
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "coolbench/core/clock.hpp"
+#include "coolbench/core/error.hpp"
+#include "coolbench/measure/workload.hpp"
+
+#ifdef COOLBENCH_MEASURE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "coolbench/device.hpp"
+#include "device/detail/cuda_check.hpp"
+#endif
+
+namespace coolbench::measure {
+namespace {
+
+#ifdef COOLBENCH_MEASURE_HAVE_CUDA
+/// Two events on the callable's stream, in the lease's context.
+class event_timer {
+ public:
+  event_timer(int ordinal, std::uintptr_t stream)
+      : m_lease(device::device::get(ordinal).acquire()),
+        // NOLINTNEXTLINE(performance-no-int-to-ptr): the caller's stream handle, as an integer
+        m_stream(reinterpret_cast<cudaStream_t>(stream)) {
+    m_start = make_event();
+    m_end = make_event();
+  }
+
+  template <class F>
+  double time(F&& work) {
+    COOLBENCH_CUDA_CALL(cudaEventRecord(m_start.event, m_stream));
+    std::forward<F>(work)();
+    COOLBENCH_CUDA_CALL(cudaEventRecord(m_end.event, m_stream));
+    COOLBENCH_CUDA_CALL(cudaEventSynchronize(m_end.event));
+    float ms = 0;
+    COOLBENCH_CUDA_CALL(cudaEventElapsedTime(&ms, m_start.event, m_end.event));
+    return static_cast<double>(ms);
+  }
+
+ private:
+  struct owned_event {
+    cudaEvent_t event = nullptr;
+    device::owned_resource owner;
+  };
+
+  owned_event make_event() {
+    cudaEvent_t e = nullptr;
+    COOLBENCH_CUDA_CALL(cudaEventCreate(&e));
+    return {e, m_lease.adopt(device::resource_kind::event, [e] { cudaEventDestroy(e); })};
+  }
+
+  device::lease m_lease;
+  cudaStream_t m_stream;
+  owned_event m_start;
+  owned_event m_end;
+};
+#endif
+
+class callable_workload final : public workload {
+ public:
+  explicit callable_workload(callable_spec spec) : m_spec(std::move(spec)) {
+    if (!m_spec.run) throw invalid_argument("a callable workload needs a function to run");
+#ifndef COOLBENCH_MEASURE_HAVE_CUDA
+    if (m_spec.device) {
+      throw not_available("cannot time '" + m_spec.name + "' on GPU " +
+                          std::to_string(*m_spec.device) +
+                          ": this coolbench was built without CUDA (no nvcc, or "
+                          "COOLBENCH_CUDA=OFF); rebuild with the CUDA toolkit, or time it on the "
+                          "host (no device)");
+    }
+#endif
+  }
+  ~callable_workload() override = default;
+  callable_workload(const callable_workload&) = delete;
+  callable_workload& operator=(const callable_workload&) = delete;
+  callable_workload(callable_workload&&) = delete;
+  callable_workload& operator=(callable_workload&&) = delete;
+
+  [[nodiscard]] std::string describe() const override { return m_spec.name; }
+  [[nodiscard]] std::optional<int> device() const override { return m_spec.device; }
+  [[nodiscard]] std::optional<double> flops() const override { return m_spec.flops; }
+
+  void prepare() override {
+    if (m_prepared) return;
+#ifdef COOLBENCH_MEASURE_HAVE_CUDA
+    // The lease first: it (re)creates the context the user's setup then uses.
+    if (m_spec.device) m_timer.emplace(*m_spec.device, m_spec.stream);
+#endif
+    if (m_spec.setup) m_spec.setup();
+    m_prepared = true;
+  }
+
+  timing run() override {
+    prepare();
+    timing t;
+    t.start_ns = steady_now_ns();
+#ifdef COOLBENCH_MEASURE_HAVE_CUDA
+    if (m_timer) {
+      t.latency_ms = m_timer->time(m_spec.run);
+      t.end_ns = steady_now_ns();
+      return t;
+    }
+#endif
+    m_spec.run();
+    t.end_ns = steady_now_ns();
+    t.latency_ms = static_cast<double>(t.end_ns - t.start_ns) / 1e6;
+    return t;
+  }
+
+  void release() override {
+    if (!m_prepared) return;
+    m_prepared = false;
+    // The user's objects go before the lease, as they were made after it;
+    // the lease goes even when the teardown fails.
+    try {
+      if (m_spec.teardown) m_spec.teardown();
+    } catch (...) {
+      drop_timer();
+      throw;
+    }
+    drop_timer();
+  }
+
+ private:
+  void drop_timer() noexcept {
+#ifdef COOLBENCH_MEASURE_HAVE_CUDA
+    m_timer.reset();
+#endif
+  }
+
+  callable_spec m_spec;
+  bool m_prepared = false;
+#ifdef COOLBENCH_MEASURE_HAVE_CUDA
+  std::optional<event_timer> m_timer;
+#endif
+};
+
+}  // namespace
+
+std::unique_ptr<workload> make_callable_workload(callable_spec spec) {
+  return std::make_unique<callable_workload>(std::move(spec));
+}
+
+}  // namespace coolbench::measure
