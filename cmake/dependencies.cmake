@@ -45,3 +45,33 @@ if(COOLBENCH_TESTS)
     endif()
   endif()
 endif()
+
+# The Python module is built for one interpreter: the tests' .venv when it is
+# there (scripts/setup.sh makes it from Debian's python3), else the python3
+# that CMake finds. pybind11 from Debian's package first, else from that
+# interpreter's pip package.
+if(COOLBENCH_PYTHON)
+  if(NOT DEFINED Python_EXECUTABLE AND EXISTS "${PROJECT_SOURCE_DIR}/.venv/bin/python")
+    set(Python_EXECUTABLE "${PROJECT_SOURCE_DIR}/.venv/bin/python")
+  endif()
+  find_package(Python 3.9 COMPONENTS Interpreter Development.Module)
+  if(Python_FOUND)
+    set(PYBIND11_FINDPYTHON ON)
+    find_package(pybind11 2.10 CONFIG QUIET)
+    if(NOT pybind11_FOUND)
+      execute_process(COMMAND "${Python_EXECUTABLE}" -m pybind11 --cmakedir
+                      OUTPUT_VARIABLE _pybind11_dir OUTPUT_STRIP_TRAILING_WHITESPACE
+                      RESULT_VARIABLE _pybind11_rc ERROR_QUIET)
+      if(_pybind11_rc EQUAL 0)
+        find_package(pybind11 2.10 CONFIG QUIET PATHS "${_pybind11_dir}" NO_DEFAULT_PATH)
+      endif()
+    endif()
+  endif()
+  if(NOT pybind11_FOUND)
+    message(STATUS "coolbench: no pybind11 or no Python headers (scripts/setup.sh installs "
+                   "pybind11-dev and python3-dev); building without the Python module")
+    set(COOLBENCH_PYTHON OFF)
+  else()
+    message(STATUS "coolbench: the Python module is for ${Python_EXECUTABLE} (${Python_VERSION})")
+  endif()
+endif()

@@ -28,10 +28,11 @@ log="$out/device-check.log"
 # Without the engine: its Debian libraries (ONNX, protobuf, OpenBLAS) are not
 # on that machine and cannot be installed there.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_WERROR=OFF -DCOOLBENCH_ENGINE=OFF \
-  -DCOOLBENCH_DEPS_DIR="$PWD/.device-deps" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+  -DCOOLBENCH_DEPS_DIR="$PWD/.device-deps" -DPython_EXECUTABLE="$(command -v python3)" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
 # Keep going past a failed target: what did build still gets tested.
 cmake --build build -j 16 -- -k 0 >>"$out/build.log" 2>&1 || grep -E "error|FAILED" -A5 "$out/build.log" | head -40
 grep -E "warning:" "$out/build.log" | sort -u | head -20
+grep -E "coolbench: (the Python module|no pybind11)" "$out/build.log" | tee -a "$log"
 
 if want tests; then
   ctest --test-dir build --output-on-failure -j 4 -LE gpu 2>&1 | tail -8 | tee -a "$log"

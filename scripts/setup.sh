@@ -14,6 +14,7 @@ packages=(
   libopenblas-dev                   # MatMul/Gemm on the CPU backend
   clang-format                      # the format check in the test suite
   python3-venv                      # .venv/: onnx, onnxruntime and numpy from PyPI for the tests
+  python3-dev pybind11-dev          # the Python module (src/python)
   clang libclang-rt-14-dev          # the ONNX loader's fuzzer (clang -fsanitize=fuzzer and its runtime)
 )
 

@@ -25,8 +25,13 @@ scripts/fuzz.sh 60 build || status=$?
 ctest --test-dir build --output-on-failure -j "$(nproc)" || status=$?
 # ctest shows a skipped test's output nowhere; print why each one skipped.
 log=build/Testing/Temporary/LastTest.log
-if grep -q ": Skipped" "$log" 2>/dev/null; then
+# (GoogleTest prints "file:line: Skipped" and the reason below it; pytest's
+# -rs prints "SKIPPED [n] file: reason".)
+if grep -q -e ": Skipped" -e "^SKIPPED \[" "$log" 2>/dev/null; then
   echo "Why tests were skipped:"
-  grep -h -A1 ": Skipped$" "$log" | grep -v -e ": Skipped$" -e "^--$" | sort -u | sed 's/^/  /'
+  {
+    grep -h -A1 ": Skipped$" "$log" | grep -v -e ": Skipped$" -e "^--$"
+    grep -h "^SKIPPED \[" "$log" | sed 's/^SKIPPED \[[0-9]*\] [^:]*: /pytest: /'
+  } | sort -u | sed 's/^/  /'
 fi
 exit "$status"

@@ -127,6 +127,13 @@ struct protocol_options {
   std::uint64_t seed = 1;  ///< for the bootstrap
 };
 
+/// The contexts `coolbench run` and the Python module ask for in cold mode
+/// with the coolbench policy. The H200's per-context levels
+/// (docs/perf/thermal.md) make one context's figure one draw; at five
+/// contexts the t interval is ±1.24 standard deviations of their medians, at
+/// three it would be ±2.48. More are added until the CI meets rel_ci.
+inline constexpr int default_cold_contexts = 5;
+
 /// Throws invalid_argument naming the first impossible setting (min above
 /// max, a fraction outside (0, 1], a non-positive time).
 void validate(const protocol_options& options);

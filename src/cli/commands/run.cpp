@@ -54,12 +54,6 @@ struct run_options {
   bool quiet = false;
 };
 
-// The H200's per-context levels (docs/perf/thermal.md) make one context's
-// figure one draw. At five contexts the t interval is ±1.24 standard
-// deviations of their medians; at three it would be ±2.48. More contexts are
-// added until the CI meets --rel-ci.
-constexpr int k_default_contexts = 5;
-
 std::chrono::milliseconds seconds(double s) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000));
 }
@@ -81,7 +75,7 @@ measure::protocol_options protocol_from(const run_options& o) {
   p.contexts =
       o.contexts > 0 ? o.contexts
       : p.mode == measure::run_mode::cold && p.policy == measure::sampling_policy::coolbench
-          ? k_default_contexts
+          ? measure::default_cold_contexts
           : 1;
   p.context_min_samples = o.context_min_samples;
   measure::validate(p);

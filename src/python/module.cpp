@@ -1,0 +1,561 @@
+// The coolbench Python module (docs/python.md): the measurement protocol over
+// Python callables and named workloads, and the device release, over the same
+// library as the command. The protocol runs with the GIL released; every call
+// back into Python (the callables, progress, the Ctrl-C check) takes it.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <Python.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "coolbench/core/error.hpp"
+#include "coolbench/core/version.hpp"
+#include "coolbench/device.hpp"
+#include "coolbench/device/json.hpp"
+#include "coolbench/measure/protocol.hpp"
+#include "coolbench/measure/workload.hpp"
+#include "report/format.hpp"
+#include "report/run_report.hpp"
+
+namespace py = pybind11;
+
+namespace coolbench::python {
+namespace {
+
+// The module's exception types, made once at import.
+struct exception_types {
+  py::object error;
+  py::object invalid_argument;
+  py::object not_available;
+  py::object release_refused;
+  py::object timeout;
+  py::object run_incomplete;
+  py::object interrupted;
+};
+
+exception_types& exceptions() {
+  static auto* types = new exception_types();  // lives as long as the interpreter
+  return *types;
+}
+
+py::object new_exception(py::module_& m, const char* name, const char* doc, py::tuple bases) {
+  const std::string qualified = std::string("coolbench.") + name;
+  PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases.ptr(), nullptr);
+  if (type == nullptr) throw py::error_already_set();
+  auto object = py::reinterpret_steal<py::object>(type);
+  m.attr(name) = object;
+  return object;
+}
+
+py::object json_to_python(const nlohmann::json& value) {
+  return py::module_::import("json").attr("loads")(value.dump());
+}
+
+py::object json_text_to_python(const std::string& text) {
+  return py::module_::import("json").attr("loads")(text);
+}
+
+/// A finished run, as Python sees it.
+class result {
+ public:
+  explicit result(measure::run_result r) : m_r(std::move(r)) {}
+
+  [[nodiscard]] const measure::run_result& raw() const { return m_r; }
+
+  /// The figure: the mean of the per-context medians when spread over
+  /// contexts, else the median of the kept samples; None without any.
+  [[nodiscard]] std::optional<double> figure_ms() const {
+    if (m_r.contexts) return m_r.contexts->mean_ms;
+    if (m_r.summary.count == 0) return std::nullopt;
+    return m_r.summary.median_ms;
+  }
+  [[nodiscard]] std::optional<std::pair<double, double>> ci_ms() const {
+    return m_r.contexts ? m_r.contexts->ci : m_r.median_ci;
+  }
+  [[nodiscard]] std::optional<double> rel_ci() const {
+    const auto f = figure_ms();
+    const auto ci = ci_ms();
+    if (!f || !ci || *f <= 0) return std::nullopt;
+    return (ci->second - ci->first) / 2 / *f;
+  }
+
+  [[nodiscard]] std::string repr() const {
+    std::string text = "<coolbench.Result " + m_r.workload + ": ";
+    const auto f = figure_ms();
+    if (!f) return text + "no samples kept, " + m_r.stop_reason + ">";
+    char buffer[128];
+    std::snprintf(buffer, sizeof buffer, "%.4f ms", *f);
+    text += buffer;
+    if (const auto r = rel_ci()) {
+      std::snprintf(buffer, sizeof buffer, " ±%.2f%%", 100 * *r);
+      text += buffer;
+    }
+    if (m_r.contexts)
+      text += " over " + std::to_string(m_r.contexts->per_context.size()) + " contexts";
+    return text + ", " + m_r.stop_reason + (m_r.complete ? "" : ", incomplete") + ">";
+  }
+
+ private:
+  measure::run_result m_r;
+};
+
+/// The Python objects a callable workload calls, and what they raised. Made
+/// and dropped with the GIL held; the workload's functions hold a pointer.
+struct python_calls {
+  py::object run;
+  py::object setup;
+  py::object teardown;
+  py::object progress;
+  std::optional<py::error_already_set> raised;  ///< the first exception a callable raised
+  bool interrupted = false;                     ///< Ctrl-C, in a callable or between samples
+
+  /// Calls `f` with the GIL; a Python exception becomes a C++ error for the
+  /// protocol (which ends the run), and is kept to be raised again.
+  void call(const py::object& f, const char* role) {
+    py::gil_scoped_acquire gil;
+    try {
+      f();
+    } catch (py::error_already_set& e) {
+      if (e.matches(PyExc_KeyboardInterrupt)) {
+        interrupted = true;
+        throw error("interrupted");
+      }
+      const std::string message = std::string("the ") + role + " raised " + e.what();
+      if (!raised) raised.emplace(std::move(e));
+      throw error(message);
+    }
+  }
+
+  /// Between samples: Python's signal handlers run here (the protocol
+  /// polls it), so Ctrl-C stops the run like the command's.
+  bool poll_interrupt() {
+    if (interrupted) return true;
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) {
+      py::error_already_set e;
+      if (e.matches(PyExc_KeyboardInterrupt)) {
+        interrupted = true;
+      } else if (!raised) {
+        raised.emplace(std::move(e));
+        interrupted = true;
+      }
+    }
+    return interrupted;
+  }
+};
+
+std::chrono::milliseconds seconds(double s, const char* name) {
+  if (!std::isfinite(s) || s < 0) {
+    throw invalid_argument(std::string(name) + " must be a non-negative number of seconds");
+  }
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(s * 1000)));
+}
+
+py::object make_error(const py::object& type, const std::string& message, const result* r) {
+  py::object e = type(message);
+  if (r != nullptr) e.attr("result") = py::cast(*r);
+  return e;
+}
+
+[[noreturn]] void raise(const py::object& exception) {
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exception.ptr())), exception.ptr());
+  throw py::error_already_set();
+}
+
+struct measure_arguments {
+  py::object workload;
+  py::object setup;
+  py::object teardown;
+  std::optional<int> device;
+  std::uintptr_t stream = 0;
+  std::optional<std::string> release;
+  std::optional<std::string> name;
+  std::optional<double> flops;
+  std::map<std::string, std::int64_t> dims;
+  std::string mode = "cold";
+  std::string policy = "coolbench";
+  std::optional<std::string> on_throttle;
+  double target_temp = 45;
+  std::optional<double> max_temp;
+  double rel_ci = 0.005;
+  int min_samples = 30;
+  int max_samples = 1000000;
+  double min_time = 1;
+  double max_time = 120;
+  double gate_timeout = 300;
+  double profile_time = 60;
+  std::optional<int> contexts;
+  int context_min_samples = 30;
+  int telemetry_period_ms = 20;
+  py::object progress;
+  bool check = true;
+};
+
+result run_measure(const measure_arguments& a) {
+  const bool is_callable = PyCallable_Check(a.workload.ptr()) != 0;
+  if (!is_callable && !py::isinstance<py::str>(a.workload)) {
+    throw invalid_argument(
+        "measure() takes a callable (one inference) or a workload name: "
+        "'gemm:DTYPE:M:N:K[:COUNT]', 'gemm:fp16:gpt2-small' or the path of an .onnx model");
+  }
+  if (a.telemetry_period_ms < 1 || a.telemetry_period_ms > 1000) {
+    throw invalid_argument("telemetry_period_ms must be in 1..1000");
+  }
+  // A callable's framework (PyTorch, CuPy) holds the context: keep it unless
+  // told the callable survives a reset. coolbench's own workloads reset.
+  const measure::context_release release =
+      measure::parse_context_release(a.release.value_or(is_callable ? "keep" : "reset"));
+
+  measure::protocol_options o;
+  o.mode = measure::parse_run_mode(a.mode);
+  o.policy = measure::parse_sampling_policy(a.policy);
+  if (a.on_throttle) o.on_throttle = measure::parse_throttle_action(*a.on_throttle);
+  o.target_temp_c = a.target_temp;
+  o.max_temp_c = a.max_temp;
+  o.rel_ci = a.rel_ci;
+  o.min_samples = a.min_samples;
+  o.max_samples = a.max_samples;
+  o.min_time = seconds(a.min_time, "min_time");
+  o.max_time = seconds(a.max_time, "max_time");
+  o.gate_timeout = seconds(a.gate_timeout, "gate_timeout");
+  o.profile_time = seconds(a.profile_time, "profile_time");
+  o.context_min_samples = a.context_min_samples;
+  const bool spreadable = o.mode == measure::run_mode::cold &&
+                          o.policy == measure::sampling_policy::coolbench &&
+                          release == measure::context_release::reset;
+  if (a.contexts && *a.contexts > 1 && release == measure::context_release::keep) {
+    throw invalid_argument(
+        "contexts above 1 needs release='reset' (a new CUDA context for each): with "
+        "release='keep' the run stays in one context");
+  }
+  o.contexts = a.contexts.value_or(spreadable ? measure::default_cold_contexts : 1);
+  measure::validate(o);
+
+  python_calls calls;
+  calls.progress = a.progress;
+  std::unique_ptr<measure::workload> w;
+  if (is_callable) {
+    calls.run = a.workload;
+    calls.setup = a.setup;
+    calls.teardown = a.teardown;
+    measure::callable_spec spec;
+    if (a.name) {
+      spec.name = *a.name;
+    } else {
+      const py::object label = py::hasattr(a.workload, "__qualname__")
+                                   ? a.workload.attr("__qualname__")
+                                   : py::type::of(a.workload).attr("__name__");
+      spec.name = "callable " + py::str(label).cast<std::string>();
+    }
+    // A GPU that is not there is said before anything runs.
+    if (a.device) (void)device::device::get(*a.device);
+    spec.run = [&calls] { calls.call(calls.run, "callable"); };
+    if (!calls.setup.is_none()) spec.setup = [&calls] { calls.call(calls.setup, "setup"); };
+    if (!calls.teardown.is_none()) {
+      spec.teardown = [&calls] { calls.call(calls.teardown, "teardown"); };
+    }
+    spec.device = a.device;
+    spec.stream = a.stream;
+    spec.flops = a.flops;
+    w = measure::make_callable_workload(std::move(spec));
+  } else {
+    if (!a.setup.is_none() || !a.teardown.is_none()) {
+      throw invalid_argument("setup and teardown go with a callable, not a workload name");
+    }
+    const auto name = a.workload.cast<std::string>();
+    if (name.ends_with(".onnx")) {
+      w = measure::make_model_workload(name, "cpu", a.dims);
+    } else {
+      w = measure::make_workload(name, a.device.value_or(0));
+    }
+  }
+
+  std::unique_ptr<measure::environment> env;
+  const auto stop_requested = [&calls] { return calls.poll_interrupt(); };
+  if (w->device()) {
+    env = measure::make_gpu_environment(
+        *w->device(), std::chrono::milliseconds(a.telemetry_period_ms), stop_requested, release);
+  } else {
+    env = measure::make_cpu_environment(stop_requested);
+  }
+  measure::progress_fn progress;
+  if (!a.progress.is_none()) {
+    progress = [&calls](const std::string& line) {
+      py::gil_scoped_acquire gil;
+      try {
+        calls.progress(line);
+      } catch (py::error_already_set& e) {
+        if (!calls.raised) calls.raised.emplace(std::move(e));
+        calls.interrupted = true;  // stops at the next poll
+      }
+    };
+  }
+
+  measure::run_result r;
+  {
+    py::gil_scoped_release no_gil;
+    r = measure::measure(*w, *env, o, progress);
+  }
+  if (calls.interrupted && r.stop_reason == "error" && r.error == "interrupted") {
+    // Ctrl-C inside the callable: the run was interrupted, not broken.
+    r.stop_reason = "interrupted";
+    r.error.clear();
+  }
+  w.reset();
+  env.reset();
+  result out(std::move(r));
+  const auto& raw = out.raw();
+
+  if (calls.raised) {
+    // The user's own exception, with its traceback, says best what went wrong.
+    py::error_already_set e = std::move(*calls.raised);
+    calls.raised.reset();
+    py::object value = e.value();
+    if (py::hasattr(value, "add_note")) {
+      std::string note = "coolbench.measure stopped at this exception, after " +
+                         std::to_string(raw.samples.size()) + " completed runs";
+      if (!raw.final_release.empty()) note += "; " + raw.final_release;
+      value.attr("add_note")(note);
+    }
+    throw e;
+  }
+  if (calls.interrupted || raw.stop_reason == "interrupted") {
+    raise(make_error(exceptions().interrupted,
+                     "coolbench.measure: interrupted; the .result "
+                     "attribute holds what was measured",
+                     &out));
+  }
+  if (raw.stop_reason == "invalid input" && raw.samples.empty()) {
+    throw invalid_argument(raw.error);
+  }
+  if (a.check && !raw.complete) {
+    raise(make_error(exceptions().run_incomplete,
+                     "coolbench.measure: " + raw.stop_reason + ": " + raw.error +
+                         " (the .result attribute holds what was measured)",
+                     &out));
+  }
+  return out;
+}
+
+void translate_exceptions() {
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const device::release_refused& e) {
+      PyErr_SetString(exceptions().release_refused.ptr(), e.what());
+    } catch (const invalid_argument& e) {
+      PyErr_SetString(exceptions().invalid_argument.ptr(), e.what());
+    } catch (const not_available& e) {
+      PyErr_SetString(exceptions().not_available.ptr(), e.what());
+    } catch (const timeout_error& e) {
+      PyErr_SetString(exceptions().timeout.ptr(), e.what());
+    } catch (const error& e) {
+      PyErr_SetString(exceptions().error.ptr(), e.what());
+    }
+  });
+}
+
+}  // namespace
+}  // namespace coolbench::python
+
+PYBIND11_MODULE(coolbench, m) {
+  using namespace coolbench;
+  using namespace coolbench::python;
+  namespace py = pybind11;
+  m.doc() =
+      "coolbench: latency on NVIDIA GPUs that does not depend on the GPU's temperature, and a safe "
+      "in-process release of the GPU. See docs/python.md.";
+  m.attr("__version__") = std::string(coolbench::version());
+
+  auto& types = exceptions();
+  const auto runtime_error = py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
+  types.error =
+      new_exception(m, "Error", "Base of coolbench's errors; the message says what to do.",
+                    py::make_tuple(runtime_error));
+  types.invalid_argument = new_exception(
+      m, "InvalidArgument", "A bad option, workload or device ordinal.",
+      py::make_tuple(types.error, py::reinterpret_borrow<py::object>(PyExc_ValueError)));
+  types.not_available =
+      new_exception(m, "NotAvailable", "No NVIDIA driver, NVML, GPU or CUDA in this build.",
+                    py::make_tuple(types.error));
+  types.release_refused = new_exception(
+      m, "ReleaseRefused",
+      "A release was refused and nothing was changed: another thread holds a lease, or memory "
+      "coolbench did not allocate is live in this process.",
+      py::make_tuple(types.error));
+  types.timeout = new_exception(
+      m, "Timeout", "A wait ran out of time.",
+      py::make_tuple(types.error, py::reinterpret_borrow<py::object>(PyExc_TimeoutError)));
+  types.run_incomplete = new_exception(
+      m, "RunIncomplete",
+      "The run stopped short (gate time-out, a GPU error); .result holds what was measured.",
+      py::make_tuple(types.error));
+  types.interrupted = new_exception(
+      m, "Interrupted", "Ctrl-C during a measurement; .result holds what was measured.",
+      py::make_tuple(py::reinterpret_borrow<py::object>(PyExc_KeyboardInterrupt)));
+  translate_exceptions();
+
+  py::class_<result>(m, "Result", "What coolbench.measure() measured, with the evidence.")
+      .def_property_readonly("figure_ms", &result::figure_ms,
+                             "The figure: mean of the per-context medians when spread over "
+                             "contexts, else the median of the kept samples (None if none)")
+      .def_property_readonly("ci_ms", &result::ci_ms, "(lower, upper) of the figure, or None")
+      .def_property_readonly("rel_ci", &result::rel_ci, "CI half-width / figure, or None")
+      .def_property_readonly("median_ms",
+                             [](const result& r) -> std::optional<double> {
+                               if (r.raw().summary.count == 0) return std::nullopt;
+                               return r.raw().summary.median_ms;
+                             })
+      .def_property_readonly("converged", [](const result& r) { return r.raw().converged; })
+      .def_property_readonly("complete", [](const result& r) { return r.raw().complete; })
+      .def_property_readonly("stop_reason", [](const result& r) { return r.raw().stop_reason; })
+      .def_property_readonly("error", [](const result& r) { return r.raw().error; })
+      .def_property_readonly("warnings", [](const result& r) { return r.raw().warnings; })
+      .def_property_readonly("workload", [](const result& r) { return r.raw().workload; })
+      .def_property_readonly("final_release", [](const result& r) { return r.raw().final_release; })
+      .def_property_readonly(
+          "latencies_ms",
+          [](const result& r) {
+            std::vector<double> kept;
+            for (const auto& s : r.raw().samples) {
+              if (s.kept) kept.push_back(s.time.latency_ms);
+            }
+            return kept;
+          },
+          "The kept measurement samples, in order")
+      .def(
+          "to_dict",
+          [](const result& r) { return json_to_python(coolbench::report::to_json(r.raw())); },
+          "The whole run as the JSON document of docs/run-json.md")
+      .def("to_json", [](const result& r) { return coolbench::report::to_json(r.raw()).dump(1); })
+      .def(
+          "csv", [](const result& r) { return coolbench::report::samples_csv(r.raw()); },
+          "Every sample as CSV (the columns of `coolbench run --csv`)")
+      .def(
+          "summary", [](const result& r) { return coolbench::report::format_run_summary(r.raw()); },
+          "The summary `coolbench run` prints")
+      .def("profile_markdown",
+           [](const result& r) { return coolbench::report::profile_markdown(r.raw()); })
+      .def(
+          "write_json",
+          [](const result& r, const std::string& path) {
+            coolbench::report::write_text_atomically(
+                path, coolbench::report::to_json(r.raw()).dump(1) + "\n");
+          },
+          py::arg("path"), "Writes to_json() through a temporary file and a rename")
+      .def(
+          "write_csv",
+          [](const result& r, const std::string& path) {
+            coolbench::report::write_text_atomically(path, coolbench::report::samples_csv(r.raw()));
+          },
+          py::arg("path"))
+      .def("__repr__", &result::repr);
+
+  m.def(
+      "measure",
+      [](py::object workload, py::object setup, py::object teardown, std::optional<int> device,
+         std::uintptr_t stream, std::optional<std::string> release, std::optional<std::string> name,
+         std::optional<double> flops, std::map<std::string, std::int64_t> dims, std::string mode,
+         std::string policy, std::optional<std::string> on_throttle, double target_temp,
+         std::optional<double> max_temp, double rel_ci, int min_samples, int max_samples,
+         double min_time, double max_time, double gate_timeout, double profile_time,
+         std::optional<int> contexts, int context_min_samples, int telemetry_period_ms,
+         py::object progress, bool check) {
+        measure_arguments a;
+        a.workload = std::move(workload);
+        a.setup = std::move(setup);
+        a.teardown = std::move(teardown);
+        a.device = device;
+        a.stream = stream;
+        a.release = std::move(release);
+        a.name = std::move(name);
+        a.flops = flops;
+        a.dims = std::move(dims);
+        a.mode = std::move(mode);
+        a.policy = std::move(policy);
+        a.on_throttle = std::move(on_throttle);
+        a.target_temp = target_temp;
+        a.max_temp = max_temp;
+        a.rel_ci = rel_ci;
+        a.min_samples = min_samples;
+        a.max_samples = max_samples;
+        a.min_time = min_time;
+        a.max_time = max_time;
+        a.gate_timeout = gate_timeout;
+        a.profile_time = profile_time;
+        a.contexts = contexts;
+        a.context_min_samples = context_min_samples;
+        a.telemetry_period_ms = telemetry_period_ms;
+        a.progress = std::move(progress);
+        a.check = check;
+        return run_measure(a);
+      },
+      py::arg("workload"), py::kw_only(), py::arg("setup") = py::none(),
+      py::arg("teardown") = py::none(), py::arg("device") = py::none(), py::arg("stream") = 0,
+      py::arg("release") = py::none(), py::arg("name") = py::none(), py::arg("flops") = py::none(),
+      py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("mode") = "cold",
+      py::arg("policy") = "coolbench", py::arg("on_throttle") = py::none(),
+      py::arg("target_temp") = 45.0, py::arg("max_temp") = py::none(), py::arg("rel_ci") = 0.005,
+      py::arg("min_samples") = 30, py::arg("max_samples") = 1000000, py::arg("min_time") = 1.0,
+      py::arg("max_time") = 120.0, py::arg("gate_timeout") = 300.0, py::arg("profile_time") = 60.0,
+      py::arg("contexts") = py::none(), py::arg("context_min_samples") = 30,
+      py::arg("telemetry_period_ms") = 20, py::arg("progress") = py::none(),
+      py::arg("check") = true,
+      R"(Measures one workload under the protocol (docs/measure.md) and returns a Result.
+
+workload: a callable (one inference; on a GPU give device=, and stream= when its work
+  does not go to the legacy default stream), or a name: 'gemm:DTYPE:M:N:K[:COUNT]',
+  'gemm:fp16:gpt2-small', or the path of an .onnx model (CPU backend; dims= binds
+  symbolic input dimensions).
+setup / teardown: callables run before the first run and after each release, and at
+  release (a callable only).
+release: 'keep' (default for a callable: its framework holds the CUDA context, which
+  cannot survive a reset) or 'reset' (the default for a name: the context is reset
+  between bursts and contexts; refused while memory coolbench did not allocate is live).
+The other options are `coolbench run`'s (times in seconds). With check=True a run cut
+short raises RunIncomplete carrying .result; Ctrl-C raises Interrupted carrying .result;
+an exception raised by the callable is raised again as it was.)");
+
+  m.def(
+      "release",
+      [](int device, bool force, bool wait) {
+        device::release_options o;
+        o.force = force;
+        if (wait) o.wait_for_leases = std::chrono::seconds(10);
+        device::release_report report;
+        {
+          py::gil_scoped_release no_gil;
+          report = device::device::get(device).release(o);
+        }
+        return json_text_to_python(device::to_json(report));
+      },
+      py::arg("device") = 0, py::kw_only(), py::arg("force") = false, py::arg("wait") = false,
+      R"(Hands GPU `device` back: every resource coolbench owns destroyed, its memory freed, the
+primary context reset, so the GPU can idle while the process goes on. Returns the release
+report (docs/c_api.md). Raises ReleaseRefused, changing nothing, while another thread
+holds a lease or memory coolbench did not allocate (another library's tensors) is live,
+unless force=True, which leaves that memory's owners with dangling pointers.)");
+
+  m.def(
+      "device_state",
+      [](int device) {
+        return json_text_to_python(device::to_json(device::device::get(device).status()));
+      },
+      py::arg("device") = 0,
+      "What coolbench holds on GPU `device`: context, leases, memory, resources, releases.");
+
+  m.def(
+      "gpu_count", [] { return device::device::count(); },
+      "GPUs the CUDA runtime sees (0 without a driver).");
+}
