@@ -85,7 +85,8 @@ class gpu_environment final : public host_environment {
 
   std::string release_device() override {
     if (m_release == context_release::keep) {
-      return "release: none, the context is kept (--release keep: the measured code holds it)";
+      return "release: none, the context is kept (release keep: the measured code's framework "
+             "holds it)";
     }
     const device::release_report r = device::device::get(m_ordinal).release();
     std::ostringstream line;
