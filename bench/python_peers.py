@@ -6,6 +6,7 @@ Each tool measures the same callable in a fresh process, from a cool GPU (after
 another process), in a shuffled order per repeat:
 
   coolbench         coolbench.measure(fn, device=0): the protocol, context kept
+  coolbench-nohold  the same with hold=False: the host's launch time included
   triton            triton.testing.do_bench(fn, return_mode="median")
   torch-benchmark   torch.utils.benchmark.Timer(...).blocked_autorange()
   torch-events      a loop timed with torch.cuda.Event (20 warm-up, 200 timed, median)
@@ -27,7 +28,7 @@ import subprocess
 import sys
 import time
 
-TOOLS = ["coolbench", "triton", "torch-benchmark", "torch-events"]
+TOOLS = ["coolbench", "coolbench-nohold", "triton", "torch-benchmark", "torch-events"]
 
 
 def make_workload(torch, name):
@@ -72,10 +73,11 @@ def child(tool, workload, max_time, rel_ci):
     torch.cuda.synchronize()
     begin = time.perf_counter()
     extra = {}
-    if tool == "coolbench":
+    if tool in ("coolbench", "coolbench-nohold"):
         import coolbench
 
-        r = coolbench.measure(fn, device=0, max_time=max_time, rel_ci=rel_ci, check=False)
+        r = coolbench.measure(fn, device=0, max_time=max_time, rel_ci=rel_ci, check=False,
+                              hold=tool == "coolbench")
         figure = r.figure_ms
         doc = r.to_dict()["summary"]
         extra = {"converged": r.converged, "stop_reason": r.stop_reason,

@@ -179,6 +179,7 @@ struct measure_arguments {
   py::object teardown;
   std::optional<int> device;
   std::uintptr_t stream = 0;
+  std::optional<bool> hold;
   std::optional<std::string> release;
   std::optional<std::string> name;
   std::optional<double> flops;
@@ -267,11 +268,12 @@ result run_measure(const measure_arguments& a) {
     }
     spec.device = a.device;
     spec.stream = a.stream;
+    spec.hold = a.hold.value_or(true);
     spec.flops = a.flops;
     w = measure::make_callable_workload(std::move(spec));
   } else {
-    if (!a.setup.is_none() || !a.teardown.is_none()) {
-      throw invalid_argument("setup and teardown go with a callable, not a workload name");
+    if (!a.setup.is_none() || !a.teardown.is_none() || a.hold) {
+      throw invalid_argument("setup, teardown and hold go with a callable, not a workload name");
     }
     const auto name = a.workload.cast<std::string>();
     if (name.ends_with(".onnx")) {
@@ -465,19 +467,20 @@ PYBIND11_MODULE(coolbench, m) {
   m.def(
       "measure",
       [](py::object workload, py::object setup, py::object teardown, std::optional<int> device,
-         std::uintptr_t stream, std::optional<std::string> release, std::optional<std::string> name,
-         std::optional<double> flops, std::map<std::string, std::int64_t> dims, std::string mode,
-         std::string policy, std::optional<std::string> on_throttle, double target_temp,
-         std::optional<double> max_temp, double rel_ci, int min_samples, int max_samples,
-         double min_time, double max_time, double gate_timeout, double profile_time,
-         std::optional<int> contexts, int context_min_samples, int telemetry_period_ms,
-         py::object progress, bool check) {
+         std::uintptr_t stream, std::optional<bool> hold, std::optional<std::string> release,
+         std::optional<std::string> name, std::optional<double> flops,
+         std::map<std::string, std::int64_t> dims, std::string mode, std::string policy,
+         std::optional<std::string> on_throttle, double target_temp, std::optional<double> max_temp,
+         double rel_ci, int min_samples, int max_samples, double min_time, double max_time,
+         double gate_timeout, double profile_time, std::optional<int> contexts,
+         int context_min_samples, int telemetry_period_ms, py::object progress, bool check) {
         measure_arguments a;
         a.workload = std::move(workload);
         a.setup = std::move(setup);
         a.teardown = std::move(teardown);
         a.device = device;
         a.stream = stream;
+        a.hold = hold;
         a.release = std::move(release);
         a.name = std::move(name);
         a.flops = flops;
@@ -503,19 +506,21 @@ PYBIND11_MODULE(coolbench, m) {
       },
       py::arg("workload"), py::kw_only(), py::arg("setup") = py::none(),
       py::arg("teardown") = py::none(), py::arg("device") = py::none(), py::arg("stream") = 0,
-      py::arg("release") = py::none(), py::arg("name") = py::none(), py::arg("flops") = py::none(),
-      py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("mode") = "cold",
-      py::arg("policy") = "coolbench", py::arg("on_throttle") = py::none(),
-      py::arg("target_temp") = 45.0, py::arg("max_temp") = py::none(), py::arg("rel_ci") = 0.005,
-      py::arg("min_samples") = 30, py::arg("max_samples") = 1000000, py::arg("min_time") = 1.0,
-      py::arg("max_time") = 120.0, py::arg("gate_timeout") = 300.0, py::arg("profile_time") = 60.0,
+      py::arg("hold") = py::none(), py::arg("release") = py::none(), py::arg("name") = py::none(),
+      py::arg("flops") = py::none(), py::arg("dims") = std::map<std::string, std::int64_t>{},
+      py::arg("mode") = "cold", py::arg("policy") = "coolbench",
+      py::arg("on_throttle") = py::none(), py::arg("target_temp") = 45.0,
+      py::arg("max_temp") = py::none(), py::arg("rel_ci") = 0.005, py::arg("min_samples") = 30,
+      py::arg("max_samples") = 1000000, py::arg("min_time") = 1.0, py::arg("max_time") = 120.0,
+      py::arg("gate_timeout") = 300.0, py::arg("profile_time") = 60.0,
       py::arg("contexts") = py::none(), py::arg("context_min_samples") = 30,
       py::arg("telemetry_period_ms") = 20, py::arg("progress") = py::none(),
       py::arg("check") = true,
       R"(Measures one workload under the protocol (docs/measure.md) and returns a Result.
 
 workload: a callable (one inference; on a GPU give device=, and stream= when its work
-  does not go to the legacy default stream), or a name: 'gemm:DTYPE:M:N:K[:COUNT]',
+  does not go to the legacy default stream; hold=False for one that synchronizes
+  itself), or a name: 'gemm:DTYPE:M:N:K[:COUNT]',
   'gemm:fp16:gpt2-small', or the path of an .onnx model (CPU backend; dims= binds
   symbolic input dimensions).
 setup / teardown: callables run before the first run and after each release, and at

@@ -1,7 +1,8 @@
 """The Python module on a GPU: a named workload with the release between
 contexts, a callable that survives a context reset (driver API through
 ctypes, set up again in each context), PyTorch callables that keep their
-context, and the refusal to reset one under PyTorch's memory."""
+context, one that synchronizes (no hold), and the refusal to reset one under
+PyTorch's memory."""
 import ctypes
 import statistics
 
@@ -128,6 +129,21 @@ def test_a_torch_callable_on_a_side_stream_is_timed_on_that_stream():
     assert r.complete, r.error
     theirs = torch_event_median_ms(torch, run, side)
     assert 0.8 < r.figure_ms / theirs < 1.25, (r.figure_ms, theirs)
+
+
+def test_a_callable_that_synchronizes_cannot_be_held_and_is_told_so():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    x = torch.randn(16 << 20, device="cuda")
+
+    def run():
+        x.mul_(1.0001)
+        torch.cuda.synchronize()
+
+    with pytest.raises(coolbench.InvalidArgument, match="hold=False"):
+        coolbench.measure(run, device=0, max_time=20.0)
+    r = coolbench.measure(run, device=0, hold=False, max_time=20.0, rel_ci=0.01)
+    assert r.complete, r.error
+    assert r.figure_ms > 0
 
 
 def test_a_reset_under_torchs_memory_is_refused_and_torch_carries_on():

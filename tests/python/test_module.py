@@ -105,7 +105,7 @@ def test_a_workload_that_is_neither_callable_nor_a_name_is_refused():
         coolbench.measure("resnet")
     with pytest.raises(coolbench.InvalidArgument, match="no model file"):
         coolbench.measure("missing.onnx")
-    with pytest.raises(coolbench.InvalidArgument, match="setup and teardown go with a callable"):
+    with pytest.raises(coolbench.InvalidArgument, match="setup, teardown and hold go with a callable"):
         coolbench.measure("gemm:fp16:128:128:128", setup=lambda: None)
 
 

@@ -149,12 +149,19 @@ struct callable_spec {
   /// release(). Optional.
   std::function<void()> teardown;
   /// The CUDA ordinal the work runs on: timed with CUDA events recorded on
-  /// `stream` before and after run() (the time includes any host gap between
-  /// the callable's launches). Empty: timed with the host clock.
+  /// `stream` before and after run() (see `hold`). Empty: timed with the
+  /// host clock.
   std::optional<int> device;
   /// The cudaStream_t the callable's work goes to, as an integer; 0 is the
   /// legacy default stream, which also waits for every blocking stream.
   std::uintptr_t stream = 0;
+  /// On a GPU: hold `stream` with a wait kernel while run() queues its work,
+  /// so that the events bracket GPU time, not the host's launch time. A
+  /// sample the callable outlasts the hold in is run again with a longer one;
+  /// a callable that waits for the GPU itself (a synchronize) cannot be held,
+  /// and run() throws invalid_argument saying so: turn the hold off for it
+  /// (the figure then includes the host's launch time).
+  bool hold = true;
   /// Floating-point operations of one run, when the caller knows them.
   std::optional<double> flops;
 };
