@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,8 +52,7 @@ class event_timer {
     m_end = make_event();
   }
 
-  template <class F>
-  double time(F&& work) {
+  double time(const std::function<void()>& work) {
     for (;;) {
       const std::int64_t queue_start = steady_now_ns();
       if (m_hold) detail::hold_stream(m_stream, m_hold_ns);

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "coolbench/core/error.hpp"
@@ -58,13 +60,11 @@ py::object new_exception(py::module_& m, const char* name, const char* doc, py::
   return object;
 }
 
-py::object json_to_python(const nlohmann::json& value) {
-  return py::module_::import("json").attr("loads")(value.dump());
-}
-
 py::object json_text_to_python(const std::string& text) {
   return py::module_::import("json").attr("loads")(text);
 }
+
+py::object json_to_python(const nlohmann::json& value) { return json_text_to_python(value.dump()); }
 
 /// A finished run, as Python sees it.
 class result {
@@ -94,13 +94,8 @@ class result {
     std::string text = "<coolbench.Result " + m_r.workload + ": ";
     const auto f = figure_ms();
     if (!f) return text + "no samples kept, " + m_r.stop_reason + ">";
-    char buffer[128];
-    std::snprintf(buffer, sizeof buffer, "%.4f ms", *f);
-    text += buffer;
-    if (const auto r = rel_ci()) {
-      std::snprintf(buffer, sizeof buffer, " ±%.2f%%", 100 * *r);
-      text += buffer;
-    }
+    text += fmt::format("{:.4f} ms", *f);
+    if (const auto r = rel_ci()) text += fmt::format(" ±{:.2f}%", 100 * *r);
     if (m_r.contexts)
       text += " over " + std::to_string(m_r.contexts->per_context.size()) + " contexts";
     return text + ", " + m_r.stop_reason + (m_r.complete ? "" : ", incomplete") + ">";
