@@ -184,14 +184,18 @@ def main():
     p.add_argument("--rel-ci", type=float, default=0.002, help="coolbench's --rel-ci")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", default="python-peers")
-    p.add_argument("--from", dest="from_file", help="only print the table of this results.jsonl")
+    p.add_argument("--from", dest="from_files", nargs="+", metavar="RESULTS",
+                   help="only print the table of these results.jsonl files (runs of several calls pooled)")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         return child(args.child, args.workload, args.max_time, args.rel_ci)
-    if args.from_file:
-        with open(args.from_file) as f:
-            print(table([json.loads(line) for line in f if line.strip()]))
+    if args.from_files:
+        records = []
+        for path in args.from_files:
+            with open(path) as f:
+                records += [json.loads(line) for line in f if line.strip()]
+        print(table(records))
         return None
     os.makedirs(args.out, exist_ok=True)
     rng = random.Random(args.seed)
