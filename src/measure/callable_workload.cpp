@@ -6,8 +6,6 @@
 // queues its work, as the GEMM chain does (detail/stream_hold.hpp): the
 // events then bracket GPU time, not the host's launch time; on the H200 a
 // 1.4 ms PyTorch matmul timed without it read 1-3 % slow and varied by 1.4 %.
-#include <algorithm>
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,14 +29,10 @@ namespace coolbench::measure {
 namespace {
 
 #ifdef COOLBENCH_MEASURE_HAVE_CUDA
-// The first hold covers a few of PyTorch's launches; a hold the callable
-// outlasts doubles and the sample is run again, up to max_hold_ns. A hold
-// above shrink_factor times the slowest queueing of the last queue_window
-// samples halves (a context's first calls load kernels).
+// The first hold covers a few of PyTorch's launches (detail::adaptive_hold
+// lengthens and shortens it from there).
 constexpr std::uint64_t first_hold_ns = 50'000;
 constexpr std::uint64_t max_hold_ns = 200'000'000;
-constexpr std::size_t queue_window = 32;
-constexpr std::uint64_t shrink_factor = 4;
 
 /// Two events on the callable's stream, in the lease's context.
 class event_timer {
@@ -47,7 +41,9 @@ class event_timer {
       : m_lease(device::device::get(ordinal).acquire()),
         // NOLINTNEXTLINE(performance-no-int-to-ptr): the caller's stream handle, as an integer
         m_stream(reinterpret_cast<cudaStream_t>(stream)),
-        m_hold(hold) {
+        m_hold(hold
+                   ? std::optional<detail::adaptive_hold>(std::in_place, first_hold_ns, max_hold_ns)
+                   : std::nullopt) {
     m_start = make_event();
     m_end = make_event();
   }
@@ -55,7 +51,7 @@ class event_timer {
   double time(const std::function<void()>& work) {
     for (;;) {
       const std::int64_t queue_start = steady_now_ns();
-      if (m_hold) detail::hold_stream(m_stream, m_hold_ns);
+      if (m_hold) detail::hold_stream(m_stream, m_hold->ns());
       COOLBENCH_CUDA_CALL(cudaEventRecord(m_start.event, m_stream));
       work();
       COOLBENCH_CUDA_CALL(cudaEventRecord(m_end.event, m_stream));
@@ -63,13 +59,14 @@ class event_timer {
       const cudaError_t started = cudaEventQuery(m_start.event);
       if (started != cudaErrorNotReady) COOLBENCH_CUDA_CALL(started);
       COOLBENCH_CUDA_CALL(cudaEventSynchronize(m_end.event));
-      if (!m_hold || started == cudaErrorNotReady) {
-        if (m_hold) adapt(queued);
+      if (!m_hold) break;
+      if (started == cudaErrorNotReady) {
+        m_hold->held(queued);
         break;
       }
       // The hold ran out before the callable had queued everything: the
       // figure could hold launch gaps. Longer, and again.
-      if (m_hold_ns >= max_hold_ns) {
+      if (m_hold->at_max()) {
         throw invalid_argument(
             "the callable did not finish queuing its GPU work within a " +
             std::to_string(max_hold_ns / 1'000'000) +
@@ -78,21 +75,11 @@ class event_timer {
             "off (Python: hold=False; the figure then includes the host's launch time), "
             "or pass the stream its work goes to");
       }
-      m_hold_ns = std::min(m_hold_ns * 2, max_hold_ns);
+      m_hold->outlasted(queued);
     }
     float ms = 0;
     COOLBENCH_CUDA_CALL(cudaEventElapsedTime(&ms, m_start.event, m_end.event));
     return static_cast<double>(ms);
-  }
-
- private:
-  void adapt(std::uint64_t queued) {
-    m_queue_ns[m_queue_next++ % queue_window] = queued;
-    if (m_queue_next < queue_window) return;
-    const std::uint64_t slowest = *std::max_element(m_queue_ns.begin(), m_queue_ns.end());
-    if (m_hold_ns > shrink_factor * slowest && m_hold_ns > first_hold_ns) {
-      m_hold_ns = std::max(first_hold_ns, m_hold_ns / 2);
-    }
   }
 
  private:
@@ -109,10 +96,7 @@ class event_timer {
 
   device::lease m_lease;
   cudaStream_t m_stream;
-  bool m_hold;
-  std::uint64_t m_hold_ns = first_hold_ns;
-  std::array<std::uint64_t, queue_window> m_queue_ns{};
-  std::size_t m_queue_next = 0;
+  std::optional<detail::adaptive_hold> m_hold;  ///< none: hold off
   owned_event m_start;
   owned_event m_end;
 };

@@ -35,17 +35,11 @@ constexpr std::size_t workspace_bytes = std::size_t{32} << 20U;
 // The seed of the first shape's A; B, C and the later shapes' matrices take
 // the next ones.
 constexpr std::uint64_t first_seed = 1;
-// The first hold: a cuBLASLt launch takes the host a few microseconds. A hold
-// found too short doubles (to at most max_hold_ns) and the sample is redone.
+// The first hold: a cuBLASLt launch takes the host a few microseconds
+// (detail::adaptive_hold lengthens and shortens it from there).
 constexpr std::uint64_t first_hold_base_ns = 20'000;
 constexpr std::uint64_t first_hold_per_gemm_ns = 15'000;
 constexpr std::uint64_t max_hold_ns = 200'000'000;
-// A hold more than shrink_factor times the slowest queueing of the last
-// queue_window samples halves (not below the first hold): the first runs in a
-// new context load their kernels (tens of ms) and would otherwise leave every
-// later sample holding the stream, and the host waiting, that long.
-constexpr std::size_t queue_window = 32;
-constexpr std::uint64_t shrink_factor = 4;
 
 std::size_t element_bytes(gemm_dtype dtype) { return dtype == gemm_dtype::fp32 ? 4 : 2; }
 
@@ -150,26 +144,21 @@ class gemm_chain final : public workload {
     t.start_ns = steady_now_ns();
     for (;;) {
       const std::int64_t queue_start = steady_now_ns();
-      detail::hold_stream(p.stream, m_hold_ns);
+      detail::hold_stream(p.stream, m_hold.ns());
       COOLBENCH_CUDA_CALL(cudaEventRecord(m_start, p.stream));
       enqueue_chain(p);
       COOLBENCH_CUDA_CALL(cudaEventRecord(m_end, p.stream));
-      m_queue_ns[m_queue_next++ % queue_window] =
-          static_cast<std::uint64_t>(steady_now_ns() - queue_start);
+      const auto queued = static_cast<std::uint64_t>(steady_now_ns() - queue_start);
       // Still held once everything is queued: the GPU ran the chain without
       // waiting for the host. Otherwise the figure could include launch gaps.
       const cudaError_t started = cudaEventQuery(m_start);
       if (started != cudaErrorNotReady) COOLBENCH_CUDA_CALL(started);
       COOLBENCH_CUDA_CALL(cudaEventSynchronize(m_end));
-      if (started == cudaErrorNotReady || m_hold_ns >= max_hold_ns) break;
-      m_hold_ns = std::min(m_hold_ns * 2, max_hold_ns);
-      ++m_short_holds;
-    }
-    if (m_queue_next >= queue_window) {
-      const std::uint64_t slowest = *std::max_element(m_queue_ns.begin(), m_queue_ns.end());
-      if (m_hold_ns > shrink_factor * slowest && m_hold_ns > m_first_hold_ns) {
-        m_hold_ns = std::max(m_first_hold_ns, m_hold_ns / 2);
+      if (started == cudaErrorNotReady || m_hold.at_max()) {
+        m_hold.held(queued);
+        break;
       }
+      m_hold.outlasted(queued);
     }
     t.end_ns = steady_now_ns();
     float ms = 0;
@@ -180,7 +169,7 @@ class gemm_chain final : public workload {
 
   void release() override { m_prepared.reset(); }
 
-  [[nodiscard]] detail::hold_state hold() const { return {m_hold_ns, m_short_holds}; }
+  [[nodiscard]] detail::hold_state hold() const { return {m_hold.ns(), m_hold.short_holds()}; }
   void set_launch_gap(std::chrono::nanoseconds gap) { m_launch_gap = gap; }
 
   std::vector<float> read(detail::gemm_matrix which, std::size_t shape) {
@@ -357,13 +346,9 @@ class gemm_chain final : public workload {
   CUevent_st* m_start = nullptr;
   CUevent_st* m_end = nullptr;
   std::uint64_t m_events_generation = 0;
-  std::uint64_t m_first_hold_ns = std::min(
-      max_hold_ns,
-      first_hold_base_ns + first_hold_per_gemm_ns * static_cast<std::uint64_t>(gemm_count(m_spec)));
-  std::uint64_t m_hold_ns = m_first_hold_ns;
-  std::uint64_t m_short_holds = 0;
-  std::array<std::uint64_t, queue_window> m_queue_ns{};  ///< host time to queue a sample, ns
-  std::size_t m_queue_next = 0;
+  detail::adaptive_hold m_hold{
+      first_hold_base_ns + first_hold_per_gemm_ns * static_cast<std::uint64_t>(gemm_count(m_spec)),
+      max_hold_ns};
   std::chrono::nanoseconds m_launch_gap{0};  // tests only: a slow host
 };
 
