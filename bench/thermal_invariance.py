@@ -55,14 +55,29 @@ def run(command, check=True):
     return done, wall
 
 
+def heat_end_temperature(heat_output):
+    """The GPU temperature `coolbench heat` printed at its end ("GPU 0 at end: 61 C, ..."):
+    how hot the pre-heat left the GPU, before the measuring process started."""
+    for line in heat_output.splitlines():
+        if " at end: " in line:
+            word = line.split(" at end: ", 1)[1].split(" ", 1)[0]
+            try:
+                return float(word)
+            except ValueError:
+                return None
+    return None
+
+
 def measure(o, name, spec, policy, start, repeat, out_dir):
     """One `coolbench run`; returns the compact record."""
     coolbench = os.path.join(o.build, "bin", "coolbench")
+    heat_end_temp_c = None
     if start in ("cool", "process"):
         run([coolbench, "wait-cool", "--device", str(o.device), "--below", str(o.cool_below),
              "--timeout", "600", "--quiet"])
     else:
-        run([coolbench, "heat", "--device", str(o.device), "--seconds", str(o.preheat)])
+        heated, _ = run([coolbench, "heat", "--device", str(o.device), "--seconds", str(o.preheat)])
+        heat_end_temp_c = heat_end_temperature(heated.stdout)
     path = os.path.join(out_dir, f"{name}-{policy}-{start}-{repeat}.json")
     command = [coolbench, "run", "--device", str(o.device), "--workload", spec, "--policy",
                policy, "--rel-ci", str(o.rel_ci), "--max-time", str(o.max_time), "--json", path,
@@ -93,7 +108,7 @@ def measure(o, name, spec, policy, start, repeat, out_dir):
         "kept": summary["latency"]["count"], "discarded": summary["discarded"],
         "timer_step_ms": summary.get("timer_step_ms"),
         "wall_s": wall, "gating_s": summary["seconds_gating"],
-        "start_temp_c": doc["environment"]["start_temp_c"],
+        "start_temp_c": doc["environment"]["start_temp_c"], "heat_end_temp_c": heat_end_temp_c,
         "temp_range_c": summary["temp_range_c"], "clock_range_mhz": summary["sm_clock_range_mhz"],
     }
 
