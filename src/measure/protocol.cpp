@@ -436,6 +436,7 @@ class runner {
     }
     m_r.seconds_gating += seconds_between(began, m_env.now_ns());
     m_w.prepare();
+    m_warmed_in_full = full_warmup;  // a warm-up cut by the cap gates again, re-warming briefly
     if (full_warmup) {
       if (warm_up(true) == warmup_end::throttled) {
         // The state the cold figure is about ended during the warm-up (a
@@ -554,6 +555,7 @@ class runner {
       const int burst = ++m_r.bursts;
       const std::int64_t burst_start = m_env.now_ns();
       const std::size_t first = m_r.samples.size();
+      const bool after_full_warmup = m_warmed_in_full;
       std::string ended;
       bool released = false;
       while (ended.empty() && spread_over_contexts()) {
@@ -564,6 +566,7 @@ class runner {
         ended = state_change_since(burst_start, first);
         if (!ended.empty()) {
           bursts_end_by_state_change();
+          drop_a_first_burst_after_the_full_warmup(burst, after_full_warmup, first);
           break;
         }
         if (context_done()) ended = "the context's share";
@@ -593,6 +596,7 @@ class runner {
         }
         ended = late;
         bursts_end_by_state_change();
+        drop_a_first_burst_after_the_full_warmup(burst, after_full_warmup, first);
       }
       while (ended.empty()) {
         take(sample_phase::measure, burst);
@@ -605,10 +609,13 @@ class runner {
           m_r.stop_reason.clear();
           m_r.converged = false;
           m_next_ci_check = 0;
+          drop_a_first_burst_after_the_full_warmup(burst, after_full_warmup, first);
           break;
         }
         ended = state_change_since(burst_start, first);
-        if (ended.empty() && m_env.now_ns() - burst_start > to_ns(m_o.max_burst)) {
+        if (!ended.empty()) {
+          drop_a_first_burst_after_the_full_warmup(burst, after_full_warmup, first);
+        } else if (m_env.now_ns() - burst_start > to_ns(m_o.max_burst)) {
           ended = "longest burst";
         }
       }
@@ -617,6 +624,30 @@ class runner {
       // A new context is warmed up in full: its first runs load its kernels.
       gate(spread_over_contexts(), released);
     }
+  }
+
+  /// The run's first burst, ended by a change of state, when it came straight
+  /// after the full warm-up: a power-bound chain spends its cold state (about
+  /// 60 ms on the H200) in that warm-up, so the burst began part-spent. On
+  /// the H200 such first bursts read 0.2-2 % slower than the later ones, with
+  /// no reason bit and no step against the warm-up, which had drifted up
+  /// itself (docs/perf/thermal.md, 2026-12-04). Later bursts follow a short
+  /// re-warm; this one is discarded so that every kept sample does too.
+  void drop_a_first_burst_after_the_full_warmup(int burst, bool after_full_warmup,
+                                                std::size_t first) {
+    if (burst != 1 || !after_full_warmup) return;
+    int dropped = 0;
+    for (std::size_t i = first; i < m_r.samples.size(); ++i) {
+      sample_record& s = m_r.samples[i];
+      if (s.phase != sample_phase::measure || !s.kept) continue;
+      discard(s, "first burst, after the full warm-up");
+      ++dropped;
+    }
+    if (dropped == 0) return;
+    m_next_ci_check = 0;
+    say("burst 1 came straight after the full warm-up, which spent part of the cold state: its " +
+        std::to_string(dropped) +
+        " kept samples are discarded; later bursts follow a short re-warm");
   }
 
   /// Looks at the telemetry read since the burst began; on a change, marks
@@ -970,6 +1001,7 @@ class runner {
   int m_context = 0;                   ///< the context samples are taken in now
   bool m_new_context = true;           ///< a release happened: the next sample starts a context
   bool m_bursts_end_by_state = false;  ///< see bursts_end_by_state_change()
+  bool m_warmed_in_full = false;       ///< the last gate ended with a full warm-up
   int m_next_context_check = 0;
   std::optional<telemetry::clock_reason_counters> m_last_counters;
   std::optional<telemetry::clock_reason_counters> m_burst_counters;
