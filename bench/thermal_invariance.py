@@ -23,7 +23,9 @@ CIs narrow as 1/sqrt(n), the wall time to equal widths is wall * width^2.
 
 A call of the GPU machine lasts at most 10 minutes, so run one workload per
 call (--workload) and keep what it prints; each call writes OUT/results.jsonl
-(one line per run, small) and OUT/summary.md. Then --from combines the
+(one line per run, small), OUT/samples.jsonl (every run's samples, compact:
+phase, burst, context, latency, kept, reason; to see where a figure came
+from) and OUT/summary.md. Then --from combines the
 results.jsonl of several calls into one table (no GPU needed), with the
 issue's targets for the coolbench policy checked against the baselines.
 
@@ -68,6 +70,21 @@ def heat_end_temperature(heat_output):
     return None
 
 
+SAMPLE_FIELDS = ["phase", "burst", "context", "latency_ms", "kept", "throttle_reason"]
+
+
+def compact_samples(doc, name, spec, policy, start, repeat):
+    """One run's samples as rows of SAMPLE_FIELDS (about a seventh of the run JSON's size)."""
+    return {
+        "workload": name, "spec": spec, "policy": policy, "start": start, "repeat": repeat,
+        "gpu": (doc["environment"].get("gpu") or {}).get("uuid"),
+        "start_temp_c": doc["environment"]["start_temp_c"],
+        "fields": SAMPLE_FIELDS,
+        "samples": [[s["phase"], s["burst"], s["context"], round(s["latency_ms"], 6), s["kept"],
+                     s["throttle_reason"]] for s in doc["samples"]],
+    }
+
+
 def measure(o, name, spec, policy, start, repeat, out_dir):
     """One `coolbench run`; returns the compact record."""
     coolbench = os.path.join(o.build, "bin", "coolbench")
@@ -87,7 +104,9 @@ def measure(o, name, spec, policy, start, repeat, out_dir):
     done, wall = run(command, check=False)
     with open(path) as f:
         doc = json.load(f)
-    os.remove(path)  # the sample lists are large; the record keeps what the table needs
+    os.remove(path)  # the run's JSON is large: its samples go to samples.jsonl, compact
+    with open(os.path.join(out_dir, "samples.jsonl"), "a") as f:
+        f.write(json.dumps(compact_samples(doc, name, spec, policy, start, repeat)) + "\n")
     summary = doc["summary"]
     # The run's figure: the mean of the per-context medians when the run was
     # spread over contexts, else the median.
