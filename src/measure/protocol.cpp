@@ -555,7 +555,6 @@ class runner {
       const int burst = ++m_r.bursts;
       const std::int64_t burst_start = m_env.now_ns();
       const std::size_t first = m_r.samples.size();
-      const bool after_full_warmup = m_warmed_in_full;
       std::string ended;
       bool released = false;
       while (ended.empty() && spread_over_contexts()) {
@@ -566,7 +565,7 @@ class runner {
         ended = state_change_since(burst_start, first);
         if (!ended.empty()) {
           bursts_end_by_state_change();
-          drop_a_first_burst_after_the_full_warmup(burst, after_full_warmup, first);
+          drop_a_first_burst_after_the_full_warmup(first);
           break;
         }
         if (context_done()) ended = "the context's share";
@@ -596,7 +595,7 @@ class runner {
         }
         ended = late;
         bursts_end_by_state_change();
-        drop_a_first_burst_after_the_full_warmup(burst, after_full_warmup, first);
+        drop_a_first_burst_after_the_full_warmup(first);
       }
       while (ended.empty()) {
         take(sample_phase::measure, burst);
@@ -609,12 +608,12 @@ class runner {
           m_r.stop_reason.clear();
           m_r.converged = false;
           m_next_ci_check = 0;
-          drop_a_first_burst_after_the_full_warmup(burst, after_full_warmup, first);
+          drop_a_first_burst_after_the_full_warmup(first);
           break;
         }
         ended = state_change_since(burst_start, first);
         if (!ended.empty()) {
-          drop_a_first_burst_after_the_full_warmup(burst, after_full_warmup, first);
+          drop_a_first_burst_after_the_full_warmup(first);
         } else if (m_env.now_ns() - burst_start > to_ns(m_o.max_burst)) {
           ended = "longest burst";
         }
@@ -632,10 +631,11 @@ class runner {
   /// the H200 such first bursts read 0.2-2 % slower than the later ones, with
   /// no reason bit and no step against the warm-up, which had drifted up
   /// itself (docs/perf/thermal.md, 2026-12-04). Later bursts follow a short
-  /// re-warm; this one is discarded so that every kept sample does too.
-  void drop_a_first_burst_after_the_full_warmup(int burst, bool after_full_warmup,
-                                                std::size_t first) {
-    if (burst != 1 || !after_full_warmup) return;
+  /// re-warm; this one is discarded so that every kept sample does too. No
+  /// gate runs within a burst, so m_warmed_in_full still tells of the one
+  /// before this burst (which began at sample `first`).
+  void drop_a_first_burst_after_the_full_warmup(std::size_t first) {
+    if (m_r.bursts != 1 || !m_warmed_in_full) return;
     int dropped = 0;
     for (std::size_t i = first; i < m_r.samples.size(); ++i) {
       sample_record& s = m_r.samples[i];
