@@ -21,12 +21,13 @@ figures against what each interval says it should be (half-width / 1.96).
 """
 
 import argparse
-import json
 import math
 import random
 import statistics
 import sys
 from collections import defaultdict
+
+from thermal_invariance import read_records
 
 RESAMPLES = 4000
 LEVEL = 0.95
@@ -81,11 +82,7 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     o = parser.parse_args()
     rng = random.Random(o.seed)
-    runs = []
-    for path in o.inputs:
-        with open(path) as f:
-            runs.extend(json.loads(line) for line in f if line.strip())
-    runs = [r for r in runs if r.get("policy", "coolbench") == "coolbench"]
+    runs = [r for r in read_records(o.inputs) if r["policy"] == "coolbench"]
     if not runs:
         sys.exit("burst_levels: no coolbench-policy runs in " + ", ".join(o.inputs))
 
@@ -101,12 +98,11 @@ def main():
         figure = statistics.median(kept)
         iid = half_width(order_statistic_ci(kept), figure)
         clustered = half_width(burst_bootstrap_ci(list(bursts.values()), rng), figure)
-        name = r.get("run") or f"{r['workload']} {r['start']} #{r['repeat']}"
+        name = f"{r['workload']} {r['start']} #{r['repeat']}"
         levels = " ".join(f"{statistics.median(g):.4f} ({len(g)})" for g in bursts.values())
         print(f"| {name} | {r['start_temp_c']} °C | {len(kept)} | {len(bursts)} | {figure:.4f} ms "
               f"| ±{iid * 100:.3f}% | ±{clustered * 100:.3f}% | {levels} |")
-        start = r.get("start") or name.split("-")[0]
-        by_group[(r.get("workload", r.get("spec", "")), start)].append((figure, iid, clustered))
+        by_group[(r["workload"], r["start"])].append((figure, iid, clustered))
 
     print()
     for (workload, start), rows in sorted(by_group.items()):

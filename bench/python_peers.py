@@ -28,6 +28,8 @@ import subprocess
 import sys
 import time
 
+from thermal_invariance import read_records
+
 TOOLS = ["coolbench", "coolbench-nohold", "triton", "torch-benchmark", "torch-events"]
 
 
@@ -191,11 +193,7 @@ def main():
     if args.child:
         return child(args.child, args.workload, args.max_time, args.rel_ci)
     if args.from_files:
-        records = []
-        for path in args.from_files:
-            with open(path) as f:
-                records += [json.loads(line) for line in f if line.strip()]
-        print(table(records))
+        print(table(read_records(args.from_files)))
         return None
     os.makedirs(args.out, exist_ok=True)
     rng = random.Random(args.seed)
