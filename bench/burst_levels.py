@@ -17,6 +17,9 @@ figures against what each interval says it should be (half-width / 1.96).
 - CV above both: the level moves from process to process (more contexts per
   run, or more runs, not a wider interval within one run, would show it).
 
+Last column: the samples the first-burst rule dropped (docs/measure.md), their
+median against the figure, and what the figure would have been with them.
+
     python3 bench/burst_levels.py OUT/samples.jsonl [MORE.jsonl ...]
 """
 
@@ -29,6 +32,7 @@ from collections import defaultdict
 
 from thermal_invariance import read_records
 
+FIRST_BURST_REASON = "first burst, after the full warm-up"  # src/measure/protocol.cpp
 RESAMPLES = 4000
 LEVEL = 0.95
 
@@ -72,6 +76,21 @@ def kept_by_burst(run):
     return dict(sorted(bursts.items()))
 
 
+def dropped_by_first_burst_rule(run):
+    col = {name: i for i, name in enumerate(run["fields"])}
+    return [row[col["latency_ms"]] for row in run["samples"]
+            if row[col["throttle_reason"]] == FIRST_BURST_REASON]
+
+
+def first_burst_rule_effect(dropped, kept, figure):
+    if not dropped:
+        return "none"
+    theirs = statistics.median(dropped)
+    with_them = statistics.median(kept + dropped)
+    return (f"{len(dropped)}, {(theirs / figure - 1) * 100:+.2f}%; "
+            f"figure with them {(with_them / figure - 1) * 100:+.3f}%")
+
+
 def half_width(ci, centre):
     return (ci[1] - ci[0]) / 2 / centre if ci else float("nan")
 
@@ -87,8 +106,8 @@ def main():
         sys.exit("burst_levels: no coolbench-policy runs in " + ", ".join(o.inputs))
 
     print("| run | start | kept | bursts | figure | order-statistic CI | burst-bootstrap CI "
-          "| burst medians (samples) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| burst medians (samples) | first-burst rule dropped |")
+    print("|---|---|---|---|---|---|---|---|---|")
     by_group = defaultdict(list)
     for r in runs:
         bursts = kept_by_burst(r)
@@ -101,7 +120,8 @@ def main():
         name = f"{r['workload']} {r['start']} #{r['repeat']}"
         levels = " ".join(f"{statistics.median(g):.4f} ({len(g)})" for g in bursts.values())
         print(f"| {name} | {r['start_temp_c']} °C | {len(kept)} | {len(bursts)} | {figure:.4f} ms "
-              f"| ±{iid * 100:.3f}% | ±{clustered * 100:.3f}% | {levels} |")
+              f"| ±{iid * 100:.3f}% | ±{clustered * 100:.3f}% | {levels} "
+              f"| {first_burst_rule_effect(dropped_by_first_burst_rule(r), kept, figure)} |")
         by_group[(r["workload"], r["start"])].append((figure, iid, clustered))
 
     print()
