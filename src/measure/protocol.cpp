@@ -947,7 +947,49 @@ class runner {
     } catch (const invalid_argument&) {
       // One temperature or one clock throughout: no slope to fit.
     }
+    check_clock_labels(p);
     m_r.profile = std::move(p);
+  }
+
+  /// NVML's clock and reason readings lag the GPU (on the H200 the power cap
+  /// showed ~130 ms after the latency stepped up), so a profile's first
+  /// capped runs carry the full clock. The fastest-clock bucket then sits
+  /// above the warm-up, which ran at that clock just before: say so, since
+  /// that bucket is the reference of the clock table and anchors its slope.
+  void check_clock_labels(profile_result& p) {
+    if (p.by_clock.empty()) return;
+    const sample_record* first = nullptr;
+    for (const auto& s : m_r.samples) {
+      if (s.phase == sample_phase::measure && s.kept) {
+        first = &s;
+        break;
+      }
+    }
+    if (first == nullptr) return;
+    std::vector<double> warmup;
+    for (const auto& s : m_r.samples) {
+      if (&s == first) break;
+      if (s.phase == sample_phase::warmup && s.context == first->context) {
+        warmup.push_back(s.time.latency_ms);
+      }
+    }
+    const auto window = static_cast<std::size_t>(std::max(1, m_o.warmup_window));
+    if (warmup.size() < window) return;
+    const std::span<const double> last(warmup.data() + warmup.size() - window, window);
+    const double reference = stats::median(last);
+    const auto& fastest = p.by_clock.back();
+    p.fastest_clock_vs_warmup = fastest.median_ms / reference - 1;
+    if (*p.fastest_clock_vs_warmup <= m_o.step_threshold) return;
+    std::ostringstream w;
+    w << "profile: the " << fastest.count << " runs NVML reported at " << fastest.from << " to "
+      << fastest.to << " MHz have a median of " << std::fixed << std::setprecision(4)
+      << fastest.median_ms << " ms, " << std::setprecision(1) << 100 * *p.fastest_clock_vs_warmup
+      << "% above the warm-up's " << std::setprecision(4) << reference
+      << " ms at that clock: the GPU changed state before NVML reported it (its readings "
+         "lag), so the clock table's fastest bucket, its reference, and the slope on the "
+         "clock mix two states";
+    m_r.warnings.push_back(w.str());
+    say("warning: " + m_r.warnings.back());
   }
 
   /// Buckets of `width` over x; vs_coolest relative to the first bucket

@@ -153,11 +153,13 @@ nlohmann::json to_json(const run_result& r) {
                         {"environment", environment}, {"configuration", options_json(r.options)},
                         {"summary", summary},         {"samples", samples}};
   if (r.profile) {
-    doc["profile"] = {{"by_temperature", buckets_json(r.profile->by_temperature)},
-                      {"by_sm_clock", buckets_json(r.profile->by_clock)},
-                      {"derate", r.profile->derate},
-                      {"ms_per_c", optional_json(r.profile->ms_per_c)},
-                      {"pct_per_100mhz", optional_json(r.profile->pct_per_100mhz)}};
+    doc["profile"] = {
+        {"by_temperature", buckets_json(r.profile->by_temperature)},
+        {"by_sm_clock", buckets_json(r.profile->by_clock)},
+        {"derate", r.profile->derate},
+        {"ms_per_c", optional_json(r.profile->ms_per_c)},
+        {"pct_per_100mhz", optional_json(r.profile->pct_per_100mhz)},
+        {"fastest_clock_vs_warmup", optional_json(r.profile->fastest_clock_vs_warmup)}};
   }
   return doc;
 }
@@ -197,6 +199,10 @@ std::string profile_markdown(const run_result& r) {
   if (r.profile->ms_per_c) out += fmt::format("; {:+.5f} ms per °C", *r.profile->ms_per_c);
   if (r.profile->pct_per_100mhz) {
     out += fmt::format("; {:+.2f}% per 100 MHz of SM clock", *r.profile->pct_per_100mhz);
+  }
+  if (r.profile->fastest_clock_vs_warmup) {
+    out += fmt::format("\nFastest-clock bucket against the warm-up at that clock: {:+.2f}%",
+                       100 * *r.profile->fastest_clock_vs_warmup);
   }
   return out + "\n";
 }

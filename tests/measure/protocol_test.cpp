@@ -284,6 +284,41 @@ TEST(Protocol, ProfileTablesShowTheDerate) {
   EXPECT_GT(*r.profile->ms_per_c, 0);
   ASSERT_TRUE(r.profile->pct_per_100mhz);
   EXPECT_LT(*r.profile->pct_per_100mhz, 0);  // faster clock, lower latency
+  // Reported as it happened: the fastest bucket is the warm-up's state.
+  ASSERT_TRUE(r.profile->fastest_clock_vs_warmup);
+  EXPECT_LT(std::abs(*r.profile->fastest_clock_vs_warmup), o.step_threshold);
+}
+
+// NVML's clock and reasons lag: on the H200 a bf16 8192^3 chain was capped
+// ~130 ms before NVML said so, and a profile put those runs in the 1980 MHz
+// bucket. The profile says when its fastest bucket is slower than the
+// warm-up at that clock, and only then.
+TEST(Protocol, ProfileSaysWhenTheClockLabelsLagTheGpu) {
+  for (const std::int64_t lag_ns : {std::int64_t{0}, std::int64_t{130'000'000}}) {
+    sim::gpu_model m;
+    m.power_bound = true;
+    m.base_ms = 1.4;
+    m.report_lag_ns = lag_ns;
+    sim::gpu g(m);
+    protocol_options o = quick_options();
+    o.mode = run_mode::profile;
+    o.profile_time = 2s;
+    const run_result r = run_sim(g, o);
+    EXPECT_TRUE(r.complete) << r.error;
+    ASSERT_TRUE(r.profile);
+    ASSERT_TRUE(r.profile->fastest_clock_vs_warmup) << "lag " << lag_ns;
+    const bool warned = std::any_of(r.warnings.begin(), r.warnings.end(), [](const auto& w) {
+      return w.find("changed state before NVML reported it") != std::string::npos;
+    });
+    if (lag_ns == 0) {
+      EXPECT_LT(std::abs(*r.profile->fastest_clock_vs_warmup), o.step_threshold);
+      EXPECT_FALSE(warned);
+    } else {
+      // Uncapped 1.4 ms, capped 1.4 / 0.85: most of the 130 ms lag is capped runs.
+      EXPECT_GT(*r.profile->fastest_clock_vs_warmup, 0.05);
+      EXPECT_TRUE(warned);
+    }
+  }
 }
 
 TEST(Protocol, ClockDiscardDropsSlowClockSamplesAndSleeps) {

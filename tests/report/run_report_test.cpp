@@ -83,5 +83,28 @@ TEST(RunReport, JsonAndCsvCarryTheContexts) {
   EXPECT_EQ(fifth.substr(fifth.size() - 2), ",2") << fifth;
 }
 
+// The H200 profile of a bf16 8192^3 chain: its 1980 MHz bucket held capped
+// runs that NVML had not yet reported; the tables say how far that bucket
+// sits from the warm-up.
+TEST(RunReport, ProfileCarriesTheFastestBucketAgainstTheWarmUp) {
+  measure::run_result r;
+  measure::profile_result p;
+  p.by_temperature = {{36, 38, 24, 1.3967, 0}, {56, 58, 14431, 1.6136, 0.1553}};
+  p.by_clock = {{1500, 1530, 8211, 1.6177, 0.0489}, {1980, 2010, 85, 1.5423, 0}};
+  p.derate = 0.1554;
+  p.fastest_clock_vs_warmup = 1.5423 / 1.3950 - 1;
+  r.profile = p;
+  const std::string md = profile_markdown(r);
+  EXPECT_NE(md.find("| 1980 to 2010 | 85 | 1.5423 ms | +0.00% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("Fastest-clock bucket against the warm-up at that clock: +10.56%"),
+            std::string::npos)
+      << md;
+  EXPECT_DOUBLE_EQ(to_json(r).at("profile").at("fastest_clock_vs_warmup").get<double>(),
+                   *p.fastest_clock_vs_warmup);
+  r.profile->fastest_clock_vs_warmup.reset();
+  EXPECT_EQ(profile_markdown(r).find("Fastest-clock"), std::string::npos);
+  EXPECT_TRUE(to_json(r).at("profile").at("fastest_clock_vs_warmup").is_null());
+}
+
 }  // namespace
 }  // namespace coolbench::report

@@ -195,6 +195,11 @@ struct profile_result {
   double derate = 0;                     ///< hottest bucket's median / coolest bucket's − 1
   std::optional<double> ms_per_c;        ///< least-squares slope of latency on temperature
   std::optional<double> pct_per_100mhz;  ///< slope on SM clock, % of the mean per 100 MHz
+  /// The fastest-clock bucket's median against the warm-up's (same context,
+  /// its last window) − 1. Well above 0 when the GPU changed state before
+  /// NVML reported it: the H200's power cap showed ~130 ms late, so capped
+  /// runs were labelled with the full clock (a warning then says so).
+  std::optional<double> fastest_clock_vs_warmup;
 };
 
 /// One context's part of a run spread over several (protocol_options::contexts).
