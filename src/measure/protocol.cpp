@@ -934,7 +934,10 @@ class runner {
     }
     p.by_temperature = buckets(temps, latencies_t, m_o.profile_temp_bucket_c, false);
     p.by_clock = buckets(clocks, latencies_c, m_o.profile_clock_bucket_mhz, true);
-    if (p.by_temperature.size() >= 2) {
+    p.warmup_median_ms = warmup_median();
+    if (p.warmup_median_ms && !p.by_temperature.empty()) {
+      p.derate = p.by_temperature.back().median_ms / *p.warmup_median_ms - 1;
+    } else if (p.by_temperature.size() >= 2) {
       p.derate = p.by_temperature.back().median_ms / p.by_temperature.front().median_ms - 1;
     }
     try {
@@ -947,17 +950,13 @@ class runner {
     } catch (const invalid_argument&) {
       // One temperature or one clock throughout: no slope to fit.
     }
-    check_clock_labels(p);
+    check_labels(p);
     m_r.profile = std::move(p);
   }
 
-  /// NVML's clock and reason readings lag the GPU (on the H200 the power cap
-  /// showed ~130 ms after the latency stepped up), so a profile's first
-  /// capped runs carry the full clock. The fastest-clock bucket then sits
-  /// above the warm-up, which ran at that clock just before: say so, since
-  /// that bucket is the reference of the clock table and anchors its slope.
-  void check_clock_labels(profile_result& p) {
-    if (p.by_clock.empty()) return;
+  /// The median of the warm-up's last window in the context the measuring
+  /// began in: the state right after the cold gate, at the full clock.
+  std::optional<double> warmup_median() const {
     const sample_record* first = nullptr;
     for (const auto& s : m_r.samples) {
       if (s.phase == sample_phase::measure && s.kept) {
@@ -965,7 +964,7 @@ class runner {
         break;
       }
     }
-    if (first == nullptr) return;
+    if (first == nullptr) return std::nullopt;
     std::vector<double> warmup;
     for (const auto& s : m_r.samples) {
       if (&s == first) break;
@@ -974,9 +973,24 @@ class runner {
       }
     }
     const auto window = static_cast<std::size_t>(std::max(1, m_o.warmup_window));
-    if (warmup.size() < window) return;
-    const std::span<const double> last(warmup.data() + warmup.size() - window, window);
-    const double reference = stats::median(last);
+    if (warmup.size() < window) return std::nullopt;
+    return stats::median(std::span<const double>(warmup.data() + warmup.size() - window, window));
+  }
+
+  /// The tables' reference buckets against the warm-up, which ran just
+  /// before at the full clock. The coolest bucket may hold a change of state
+  /// that did not heat the GPU (a power cap): the derate is taken against
+  /// the warm-up for that reason. The fastest-clock bucket should not: when
+  /// it does, NVML reported the change late (on the H200 the power cap
+  /// showed ~130 ms after the latency stepped up, the runs between carrying
+  /// 1980 MHz), and the reader of the clock table is told.
+  void check_labels(profile_result& p) {
+    if (!p.warmup_median_ms) return;
+    const double reference = *p.warmup_median_ms;
+    if (!p.by_temperature.empty()) {
+      p.coolest_temp_vs_warmup = p.by_temperature.front().median_ms / reference - 1;
+    }
+    if (p.by_clock.empty()) return;
     const auto& fastest = p.by_clock.back();
     p.fastest_clock_vs_warmup = fastest.median_ms / reference - 1;
     if (*p.fastest_clock_vs_warmup <= m_o.step_threshold) return;
@@ -985,9 +999,9 @@ class runner {
       << fastest.to << " MHz have a median of " << std::fixed << std::setprecision(4)
       << fastest.median_ms << " ms, " << std::setprecision(1) << 100 * *p.fastest_clock_vs_warmup
       << "% above the warm-up's " << std::setprecision(4) << reference
-      << " ms at that clock: the GPU changed state before NVML reported it (its readings "
-         "lag), so the clock table's fastest bucket, its reference, and the slope on the "
-         "clock mix two states";
+      << " ms at that clock just before: the GPU changed state before NVML reported it (its "
+         "readings lag), so the clock table's fastest bucket, its reference, and the slope on "
+         "the clock mix two states";
     m_r.warnings.push_back(w.str());
     say("warning: " + m_r.warnings.back());
   }

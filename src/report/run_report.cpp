@@ -159,6 +159,8 @@ nlohmann::json to_json(const run_result& r) {
         {"derate", r.profile->derate},
         {"ms_per_c", optional_json(r.profile->ms_per_c)},
         {"pct_per_100mhz", optional_json(r.profile->pct_per_100mhz)},
+        {"warmup_median_ms", optional_json(r.profile->warmup_median_ms)},
+        {"coolest_temp_vs_warmup", optional_json(r.profile->coolest_temp_vs_warmup)},
         {"fastest_clock_vs_warmup", optional_json(r.profile->fastest_clock_vs_warmup)}};
   }
   return doc;
@@ -195,14 +197,20 @@ std::string profile_markdown(const run_result& r) {
   std::string out =
       "Latency against GPU temperature\n\n" + table(r.profile->by_temperature, "°C", "coolest") +
       "\nLatency against SM clock\n\n" + table(r.profile->by_clock, "MHz", "fastest clock") +
-      fmt::format("\nCold-to-hot derate: {:+.2f}%", 100 * r.profile->derate);
+      fmt::format("\nCold-to-hot derate: {:+.2f}%", 100 * r.profile->derate) +
+      (r.profile->warmup_median_ms
+           ? fmt::format(" (hottest bucket against the warm-up's {:.4f} ms)",
+                         *r.profile->warmup_median_ms)
+           : std::string(" (hottest bucket against the coolest)"));
   if (r.profile->ms_per_c) out += fmt::format("; {:+.5f} ms per °C", *r.profile->ms_per_c);
   if (r.profile->pct_per_100mhz) {
     out += fmt::format("; {:+.2f}% per 100 MHz of SM clock", *r.profile->pct_per_100mhz);
   }
-  if (r.profile->fastest_clock_vs_warmup) {
-    out += fmt::format("\nFastest-clock bucket against the warm-up at that clock: {:+.2f}%",
-                       100 * *r.profile->fastest_clock_vs_warmup);
+  if (r.profile->coolest_temp_vs_warmup && r.profile->fastest_clock_vs_warmup) {
+    out += fmt::format(
+        "\nAgainst the warm-up: coolest bucket {:+.2f}%, fastest-clock bucket {:+.2f}% "
+        "(the latter well above 0: NVML reported a change of state late)",
+        100 * *r.profile->coolest_temp_vs_warmup, 100 * *r.profile->fastest_clock_vs_warmup);
   }
   return out + "\n";
 }

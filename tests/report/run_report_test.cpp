@@ -84,25 +84,37 @@ TEST(RunReport, JsonAndCsvCarryTheContexts) {
 }
 
 // The H200 profile of a bf16 8192^3 chain: its 1980 MHz bucket held capped
-// runs that NVML had not yet reported; the tables say how far that bucket
-// sits from the warm-up.
-TEST(RunReport, ProfileCarriesTheFastestBucketAgainstTheWarmUp) {
+// runs that NVML had not yet reported; the derate is taken against the
+// warm-up, and the tables say how far their reference buckets sit from it.
+TEST(RunReport, ProfileCarriesItsBucketsAgainstTheWarmUp) {
   measure::run_result r;
   measure::profile_result p;
   p.by_temperature = {{36, 38, 24, 1.3967, 0}, {56, 58, 14431, 1.6136, 0.1553}};
   p.by_clock = {{1500, 1530, 8211, 1.6177, 0.0489}, {1980, 2010, 85, 1.5423, 0}};
   p.derate = 0.1554;
+  p.warmup_median_ms = 1.3950;
+  p.derate = 1.6136 / 1.3950 - 1;
+  p.coolest_temp_vs_warmup = 1.3967 / 1.3950 - 1;
   p.fastest_clock_vs_warmup = 1.5423 / 1.3950 - 1;
   r.profile = p;
   const std::string md = profile_markdown(r);
   EXPECT_NE(md.find("| 1980 to 2010 | 85 | 1.5423 ms | +0.00% |"), std::string::npos) << md;
-  EXPECT_NE(md.find("Fastest-clock bucket against the warm-up at that clock: +10.56%"),
+  EXPECT_NE(md.find("Cold-to-hot derate: +15.67% (hottest bucket against the warm-up's 1.3950 ms)"),
             std::string::npos)
       << md;
-  EXPECT_DOUBLE_EQ(to_json(r).at("profile").at("fastest_clock_vs_warmup").get<double>(),
-                   *p.fastest_clock_vs_warmup);
+  EXPECT_NE(md.find("Against the warm-up: coolest bucket +0.12%, fastest-clock bucket +10.56%"),
+            std::string::npos)
+      << md;
+  const auto json = to_json(r).at("profile");
+  EXPECT_DOUBLE_EQ(json.at("fastest_clock_vs_warmup").get<double>(), *p.fastest_clock_vs_warmup);
+  EXPECT_DOUBLE_EQ(json.at("coolest_temp_vs_warmup").get<double>(), *p.coolest_temp_vs_warmup);
+  EXPECT_DOUBLE_EQ(json.at("warmup_median_ms").get<double>(), 1.3950);
+  r.profile->warmup_median_ms.reset();
+  r.profile->coolest_temp_vs_warmup.reset();
   r.profile->fastest_clock_vs_warmup.reset();
-  EXPECT_EQ(profile_markdown(r).find("Fastest-clock"), std::string::npos);
+  const std::string without = profile_markdown(r);
+  EXPECT_EQ(without.find("Against the warm-up"), std::string::npos) << without;
+  EXPECT_NE(without.find("(hottest bucket against the coolest)"), std::string::npos) << without;
   EXPECT_TRUE(to_json(r).at("profile").at("fastest_clock_vs_warmup").is_null());
 }
 

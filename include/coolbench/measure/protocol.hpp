@@ -192,14 +192,20 @@ struct profile_bucket {
 struct profile_result {
   std::vector<profile_bucket> by_temperature;
   std::vector<profile_bucket> by_clock;
-  double derate = 0;                     ///< hottest bucket's median / coolest bucket's − 1
+  /// Hottest bucket's median / the warm-up's − 1 (without a warm-up: / the
+  /// coolest bucket's). The warm-up ran cold right after the gate; the
+  /// coolest bucket can hold runs NVML had not yet seen change state.
+  double derate = 0;
   std::optional<double> ms_per_c;        ///< least-squares slope of latency on temperature
   std::optional<double> pct_per_100mhz;  ///< slope on SM clock, % of the mean per 100 MHz
-  /// The fastest-clock bucket's median against the warm-up's (same context,
-  /// its last window) − 1. Well above 0 when the GPU changed state before
-  /// NVML reported it: the H200's power cap showed ~130 ms late, so capped
-  /// runs were labelled with the full clock (a warning then says so).
+  /// The median of the warm-up's last window, in the context measuring began in.
+  std::optional<double> warmup_median_ms;
+  /// The fastest-clock and the coolest bucket's medians against the warm-up's
+  /// − 1. Well above 0 when the GPU changed state before NVML reported it:
+  /// the H200's power cap showed ~130 ms late, so capped runs were labelled
+  /// with the full clock and the cold temperature (a warning then says so).
   std::optional<double> fastest_clock_vs_warmup;
+  std::optional<double> coolest_temp_vs_warmup;
 };
 
 /// One context's part of a run spread over several (protocol_options::contexts).
