@@ -207,10 +207,11 @@ std::string profile_markdown(const run_result& r) {
     out += fmt::format("; {:+.2f}% per 100 MHz of SM clock", *r.profile->pct_per_100mhz);
   }
   if (r.profile->coolest_temp_vs_warmup && r.profile->fastest_clock_vs_warmup) {
-    out += fmt::format(
-        "\nAgainst the warm-up: coolest bucket {:+.2f}%, fastest-clock bucket {:+.2f}% "
-        "(the latter well above 0: NVML reported a change of state late)",
-        100 * *r.profile->coolest_temp_vs_warmup, 100 * *r.profile->fastest_clock_vs_warmup);
+    const double fastest = *r.profile->fastest_clock_vs_warmup;
+    out +=
+        fmt::format("\nAgainst the warm-up: coolest bucket {:+.2f}%, fastest-clock bucket {:+.2f}%",
+                    100 * *r.profile->coolest_temp_vs_warmup, 100 * fastest);
+    if (fastest > r.options.step_threshold) out += " (NVML reported a change of state late)";
   }
   return out + "\n";
 }

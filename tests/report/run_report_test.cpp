@@ -102,9 +102,13 @@ TEST(RunReport, ProfileCarriesItsBucketsAgainstTheWarmUp) {
   EXPECT_NE(md.find("Cold-to-hot derate: +15.67% (hottest bucket against the warm-up's 1.3950 ms)"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("Against the warm-up: coolest bucket +0.12%, fastest-clock bucket +10.56%"),
+  EXPECT_NE(md.find("Against the warm-up: coolest bucket +0.12%, fastest-clock bucket +10.56% "
+                    "(NVML reported a change of state late)"),
             std::string::npos)
       << md;
+  auto prompt = r;
+  prompt.profile->fastest_clock_vs_warmup = 0.0003;
+  EXPECT_EQ(profile_markdown(prompt).find("late"), std::string::npos);
   const auto json = to_json(r).at("profile");
   EXPECT_DOUBLE_EQ(json.at("fastest_clock_vs_warmup").get<double>(), *p.fastest_clock_vs_warmup);
   EXPECT_DOUBLE_EQ(json.at("coolest_temp_vs_warmup").get<double>(), *p.coolest_temp_vs_warmup);
