@@ -955,7 +955,9 @@ class runner {
   }
 
   /// The median of the warm-up's last window in the context the measuring
-  /// began in: the state right after the cold gate, at the full clock.
+  /// began in: the state right after the cold gate, at the full clock. When
+  /// the cap cut the full warm-up short, that context holds only the
+  /// re-warm runs after the second gate: their median, if there are 3.
   std::optional<double> warmup_median() const {
     const sample_record* first = nullptr;
     for (const auto& s : m_r.samples) {
@@ -972,8 +974,11 @@ class runner {
         warmup.push_back(s.time.latency_ms);
       }
     }
-    const auto window = static_cast<std::size_t>(std::max(1, m_o.warmup_window));
-    if (warmup.size() < window) return std::nullopt;
+    const auto window =
+        std::min(static_cast<std::size_t>(std::max(1, m_o.warmup_window)), warmup.size());
+    if (window < std::min<std::size_t>(3, static_cast<std::size_t>(m_o.warmup_window))) {
+      return std::nullopt;
+    }
     return stats::median(std::span<const double>(warmup.data() + warmup.size() - window, window));
   }
 

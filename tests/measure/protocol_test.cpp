@@ -324,6 +324,26 @@ TEST(Protocol, ProfileSaysWhenTheClockLabelsLagTheGpu) {
   }
 }
 
+// A chain whose 20 warm-up runs outlast the cold state (bf16 8192^3 x4 on
+// the H200): the cap cuts the warm-up, the GPU is gated again, and the
+// derate is taken against the 3 re-warm runs of the measuring context.
+TEST(Protocol, ProfileAfterAWarmUpCutByTheCapTakesTheReWarmAsItsReference) {
+  sim::gpu_model m;
+  m.power_bound = true;
+  m.base_ms = 5.5;
+  sim::gpu g(m);
+  protocol_options o = quick_options();
+  o.mode = run_mode::profile;
+  o.profile_time = 3s;
+  const run_result r = run_sim(g, o);
+  EXPECT_TRUE(r.complete) << r.error;
+  ASSERT_TRUE(r.profile);
+  ASSERT_TRUE(r.profile->warmup_median_ms);
+  EXPECT_NEAR(*r.profile->warmup_median_ms, 5.5, 0.01);
+  EXPECT_NEAR(r.profile->derate, 1 / 0.85 - 1, 0.01);
+  EXPECT_GE(r.releases, 2);  // the gate after the cut warm-up released
+}
+
 TEST(Protocol, ClockDiscardDropsSlowClockSamplesAndSleeps) {
   sim::gpu_model m;
   m.power_bound = true;
