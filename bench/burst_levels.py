@@ -67,8 +67,12 @@ def burst_bootstrap_ci(groups, rng, level=LEVEL):
     return lo, hi
 
 
+def columns(run):
+    return {name: i for i, name in enumerate(run["fields"])}
+
+
 def kept_by_burst(run):
-    col = {name: i for i, name in enumerate(run["fields"])}
+    col = columns(run)
     bursts = defaultdict(list)
     for row in run["samples"]:
         if row[col["phase"]] == "measure" and row[col["kept"]]:
@@ -77,7 +81,7 @@ def kept_by_burst(run):
 
 
 def dropped_by_first_burst_rule(run):
-    col = {name: i for i, name in enumerate(run["fields"])}
+    col = columns(run)
     return [row[col["latency_ms"]] for row in run["samples"]
             if row[col["throttle_reason"]] == FIRST_BURST_REASON]
 

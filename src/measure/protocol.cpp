@@ -974,12 +974,10 @@ class runner {
         warmup.push_back(s.time.latency_ms);
       }
     }
-    const auto window =
-        std::min(static_cast<std::size_t>(std::max(1, m_o.warmup_window)), warmup.size());
-    if (window < std::min<std::size_t>(3, static_cast<std::size_t>(m_o.warmup_window))) {
-      return std::nullopt;
-    }
-    return stats::median(std::span<const double>(warmup.data() + warmup.size() - window, window));
+    const auto wanted = static_cast<std::size_t>(std::max(1, m_o.warmup_window));
+    const std::size_t n = std::min(wanted, warmup.size());
+    if (n < std::min<std::size_t>(3, wanted)) return std::nullopt;
+    return stats::median(std::span<const double>(warmup).last(n));
   }
 
   /// The tables' reference buckets against the warm-up, which ran just

@@ -33,6 +33,15 @@ run_result run_sim(sim::gpu& g, const protocol_options& o, int interrupt_after =
   return measure(w, env, o);
 }
 
+/// A profile-mode run of `time` on a simulated GPU of model `m`.
+run_result run_profile(const sim::gpu_model& m, std::chrono::seconds time) {
+  sim::gpu g(m);
+  protocol_options o = quick_options();
+  o.mode = run_mode::profile;
+  o.profile_time = time;
+  return run_sim(g, o);
+}
+
 double relative_difference(double a, double b) { return std::abs(a - b) / b; }
 
 /// A long power-bound GEMM chain: 5 ms a run, so the cap bites within a
@@ -271,11 +280,7 @@ TEST(Protocol, ProfileTablesShowTheDerate) {
   m.steady_c = 75;
   m.derate_from_c = 45;
   m.derate_per_c = 0.005;
-  sim::gpu g(m);
-  protocol_options o = quick_options();
-  o.mode = run_mode::profile;
-  o.profile_time = 10s;
-  const run_result r = run_sim(g, o);
+  const run_result r = run_profile(m, 10s);
   EXPECT_TRUE(r.complete) << r.error;
   ASSERT_TRUE(r.profile);
   EXPECT_GE(r.profile->by_temperature.size(), 3U);
@@ -286,7 +291,7 @@ TEST(Protocol, ProfileTablesShowTheDerate) {
   EXPECT_LT(*r.profile->pct_per_100mhz, 0);  // faster clock, lower latency
   // Reported as it happened: the fastest bucket is the warm-up's state.
   ASSERT_TRUE(r.profile->fastest_clock_vs_warmup);
-  EXPECT_LT(std::abs(*r.profile->fastest_clock_vs_warmup), o.step_threshold);
+  EXPECT_LT(std::abs(*r.profile->fastest_clock_vs_warmup), protocol_options{}.step_threshold);
 }
 
 // NVML's clock and reasons lag: on the H200 a bf16 8192^3 chain was capped
@@ -299,11 +304,7 @@ TEST(Protocol, ProfileSaysWhenTheClockLabelsLagTheGpu) {
     m.power_bound = true;
     m.base_ms = 1.4;
     m.report_lag_ns = lag_ns;
-    sim::gpu g(m);
-    protocol_options o = quick_options();
-    o.mode = run_mode::profile;
-    o.profile_time = 2s;
-    const run_result r = run_sim(g, o);
+    const run_result r = run_profile(m, 2s);
     EXPECT_TRUE(r.complete) << r.error;
     ASSERT_TRUE(r.profile);
     ASSERT_TRUE(r.profile->fastest_clock_vs_warmup) << "lag " << lag_ns;
@@ -314,7 +315,7 @@ TEST(Protocol, ProfileSaysWhenTheClockLabelsLagTheGpu) {
     // holds whatever NVML labelled the first capped runs with.
     EXPECT_NEAR(r.profile->derate, 1 / 0.85 - 1, 0.01) << "lag " << lag_ns;
     if (lag_ns == 0) {
-      EXPECT_LT(std::abs(*r.profile->fastest_clock_vs_warmup), o.step_threshold);
+      EXPECT_LT(std::abs(*r.profile->fastest_clock_vs_warmup), protocol_options{}.step_threshold);
       EXPECT_FALSE(warned);
     } else {
       // Most of the 130 ms lag is capped runs labelled 1980 MHz.
@@ -331,11 +332,7 @@ TEST(Protocol, ProfileAfterAWarmUpCutByTheCapTakesTheReWarmAsItsReference) {
   sim::gpu_model m;
   m.power_bound = true;
   m.base_ms = 5.5;
-  sim::gpu g(m);
-  protocol_options o = quick_options();
-  o.mode = run_mode::profile;
-  o.profile_time = 3s;
-  const run_result r = run_sim(g, o);
+  const run_result r = run_profile(m, 3s);
   EXPECT_TRUE(r.complete) << r.error;
   ASSERT_TRUE(r.profile);
   ASSERT_TRUE(r.profile->warmup_median_ms);
