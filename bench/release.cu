@@ -1,7 +1,7 @@
 // What handing the GPU back costs and what it buys, on the device layer:
 //   part 1: device::release() with 1 GiB, a stream, events and a cuBLAS handle held;
 //   part 2: from acquire() after a release to the first checked result of a small kernel;
-//   part 3: whether a release clears the hidden order effect of FACTS-H200.md §4 (a
+//   part 3: whether a release clears the hidden order effect of docs/facts-h200.md §4 (a
 //           GPT-2-shaped CUDA graph slowed by a kernel with a large shared-memory allocation).
 //   release_bench [DEVICE] [--part 1|2|3]
 // Prints markdown tables (docs/perf/release.md records them).
@@ -239,7 +239,7 @@ __global__ void layer_norm_kernel(__half* x, const __half* residual, const __hal
 // GELU by table: value and slope at 16384 points over [-4, 4), 128 KiB. With
 // inputs of unit variance the hot part (±2-3 sigma) is 64-96 KiB: it stays in
 // a large L1 and spills to L2 when a shared-memory-heavy split leaves L1 small
-// (FACTS-H200.md §4). This is the victim's deliberately L1-sensitive kernel.
+// (docs/facts-h200.md §4). This is the victim's deliberately L1-sensitive kernel.
 constexpr int gelu_table_size = 16384;
 constexpr float gelu_table_min = -4.0f;
 constexpr float gelu_table_max = 4.0f;
@@ -652,7 +652,7 @@ victim build_victim(dev::lease& lease, cudaStream_t stream) {
   return v;
 }
 
-/// The disturber of FACTS-H200.md §4: three bf16 8192^3 GEMMs on random data.
+/// The disturber of docs/facts-h200.md §4: three bf16 8192^3 GEMMs on random data.
 /// Its memory and handle are dropped afterwards (that did not undo the effect there).
 void disturb_with_gemms(dev::lease& lease, cudaStream_t stream) {
   constexpr int n = 8192;
@@ -754,7 +754,7 @@ struct session {
 };
 
 void part_order_effect(dev::device& gpu, releaser& release, const gpu_telemetry& telemetry) {
-  std::printf("## Part 3: hidden order effect (FACTS-H200.md §4)\n\n");
+  std::printf("## Part 3: hidden order effect (docs/facts-h200.md §4)\n\n");
   print_state(telemetry, "at start");
   (void)release(gpu);  // the clean figure needs a context nothing ran in before
 

@@ -3,7 +3,7 @@
 // that tests can check them on synthetic traces, and the watch that applies them to NVML's
 // samples and process listing while the check runs. The records they fill and their renderings
 // are report/release_check_report.hpp. The P-state is never used: an H200 reads P0
-// even idle (FACTS-H200.md §1).
+// even idle (docs/facts-h200.md §1).
 #pragma once
 
 #include <array>
