@@ -23,12 +23,30 @@ log="$out/device-check.log"
   nvidia-smi --query-gpu=name,uuid,driver_version,temperature.gpu,clocks.sm,power.draw --format=csv
   git log -1 --format='commit %H' 2>/dev/null || true
 } | tee "$log"
+# The engine's Debian libraries (scripts/stage-device-deps.sh carries them as
+# .debs): unpacked into a prefix inside .device-deps, never into /.
+deps="$PWD/.device-deps"
+prefix="$deps/prefix"
+engine=OFF
+if compgen -G "$deps/debs/*.deb" >/dev/null; then
+  if [[ ! -e "$prefix/.unpacked" ]]; then
+    rm -rf "$prefix" && mkdir -p "$prefix"
+    for f in "$deps"/debs/*.deb; do dpkg -x "$f" "$prefix"; done
+    touch "$prefix/.unpacked"
+  fi
+  engine=ON
+  libdir="$prefix/usr/lib/x86_64-linux-gnu"
+  # OpenBLAS is loaded at run time (dlopen), from Debian's alternatives folder.
+  export LD_LIBRARY_PATH="$libdir:$libdir/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+else
+  echo "no staged engine libraries (.device-deps/debs): building without the engine" | tee -a "$log"
+fi
 # Warnings stay warnings here: this machine's compiler differs from CI's (which
 # builds with -Werror) and may warn where CI's does not; they are listed below.
-# Without the engine: its Debian libraries (ONNX, protobuf, OpenBLAS) are not
-# on that machine and cannot be installed there.
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_WERROR=OFF -DCOOLBENCH_ENGINE=OFF \
-  -DCOOLBENCH_DEPS_DIR="$PWD/.device-deps" -DPython_EXECUTABLE="$(command -v python3)" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+{ grep PRETTY_NAME /etc/os-release; c++ --version | head -1; nvcc --version | tail -1; } | tee -a "$log"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_WERROR=OFF -DCOOLBENCH_ENGINE=$engine \
+  -DCMAKE_PREFIX_PATH="$prefix/usr" -DCMAKE_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu" \
+  -DCOOLBENCH_DEPS_DIR="$deps" -DPython_EXECUTABLE="$(command -v python3)" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
 # Keep going past a failed target: what did build still gets tested.
 cmake --build build -j 16 -- -k 0 >>"$out/build.log" 2>&1 || grep -E "error|FAILED" -A5 "$out/build.log" | head -40
 grep -E "warning:" "$out/build.log" | sort -u | head -20
