@@ -2,10 +2,10 @@
 # Run on the GPU machine (device tool): build from the staged dependencies,
 # run every test (the gpu-labelled ones included), compute-sanitizer over the
 # release cycles, the commands and the benchmarks; logs go under $OUT.
-#   scripts/device-check.sh [STEPS...]   steps: tests sanitizer commands
+#   scripts/device-check.sh [STEPS...]   steps: tests sanitizer engine-sanitizer commands
 #                                         release-check release-bench telemetry-bench
 #                                         thermal-latency thermal-power contexts
-#                                         (default: the first five)
+#                                         (default: the first six)
 # The thermal steps are bench/thermal_invariance.py on one workload each,
 # sized for one 10-minute call; results.jsonl grows run by run, so a call cut
 # short still returns what ran. Combine two calls' files with
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/coolbench-out}
 mkdir -p "$out"
 steps=("$@")
-((${#steps[@]} > 0)) || steps=(tests sanitizer commands release-check release-bench)
+((${#steps[@]} > 0)) || steps=(tests sanitizer engine-sanitizer commands release-check release-bench)
 want() { [[ " ${steps[*]} " == *" $1 "* ]]; }
 log="$out/device-check.log"
 {
@@ -78,6 +78,21 @@ if want sanitizer; then
     build/tests/gpu/device_cycles_test >>"$log" 2>&1
   echo "compute-sanitizer exit code $?" | tee -a "$log"
   grep -E "ERROR SUMMARY|LEAK SUMMARY|PASSED|FAILED" "$log" | tail -4
+fi
+if want engine-sanitizer && [[ -x build/tests/engine/cuda_parity_test ]]; then
+  # The CUDA engine's kernels: out-of-bounds and uninitialised accesses, leaks,
+  # and shared-memory races (the reductions' block trees).
+  for tool in memcheck racecheck; do
+    for t in cuda_parity_test cuda_session_test; do
+      echo "== compute-sanitizer $tool over $t" | tee -a "$log"
+      extra=()
+      [[ $tool == memcheck ]] && extra=(--leak-check full)
+      compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
+        "build/tests/engine/$t" >>"$log" 2>&1
+      echo "compute-sanitizer $tool $t exit code $?" | tee -a "$log"
+    done
+  done
+  grep -E "RACECHECK SUMMARY|ERROR SUMMARY|LEAK SUMMARY" "$log" | tail -8
 fi
 if want telemetry-bench; then
   build/bench/telemetry_overhead 10 6 2>&1 | tee "$out/telemetry_overhead.md"
