@@ -29,11 +29,14 @@ using int_list = std::vector<std::int64_t>;
 enum class values : std::uint8_t { normal, positive, away_from_zero, small_ints, indices };
 
 struct input_spec {
+  input_spec(dtype t, shape_t s, values k = values::normal, int_list fixed_values = {},
+             std::int64_t range = 0)
+      : type(t), shape(std::move(s)), kind(k), fixed(std::move(fixed_values)), index_range(range) {}
   dtype type;
   shape_t shape;
-  values kind = values::normal;
-  int_list fixed;                // int64 contents given exactly (shapes, axes), when not empty
-  std::int64_t index_range = 0;  // for values::indices: [-range, range)
+  values kind;
+  int_list fixed;            // int64 contents given exactly (shapes, axes), when not empty
+  std::int64_t index_range;  // for values::indices: [-range, range)
 };
 
 struct parity_case {
