@@ -85,10 +85,11 @@ if want engine-sanitizer && [[ -x build/tests/engine/cuda_parity_test ]]; then
   for tool in memcheck racecheck; do
     for t in cuda_parity_test cuda_session_test; do
       echo "== compute-sanitizer $tool over $t" | tee -a "$log"
+      # The out-of-memory test provokes a failing cudaMalloc on purpose.
       extra=()
       [[ $tool == memcheck ]] && extra=(--leak-check full)
       compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
-        "build/tests/engine/$t" >>"$log" 2>&1
+        "build/tests/engine/$t" --gtest_filter='-*out_of_memory*' >>"$log" 2>&1
       echo "compute-sanitizer $tool $t exit code $?" | tee -a "$log"
     done
   done

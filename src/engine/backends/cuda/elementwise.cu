@@ -135,11 +135,14 @@ __global__ void cast_kernel(const From* x, To* y, std::int64_t count) {
 }
 
 template <class T>
-__global__ void clip_kernel(const T* x, T* y, std::int64_t count, math_t<T> lo, math_t<T> hi) {
+__global__ void clip_kernel(const T* x, T* y, std::int64_t count, bool has_lo, math_t<T> lo,
+                            bool has_hi, math_t<T> hi) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < count;
        i += std::int64_t{gridDim.x} * blockDim.x) {
-    const math_t<T> v = load(x, i);
-    y[i] = narrow<T>(v < lo ? lo : (hi < v ? hi : v));
+    math_t<T> v = load(x, i);
+    if (has_lo && v < lo) v = lo;
+    if (has_hi && hi < v) v = hi;
+    y[i] = narrow<T>(v);
   }
 }
 
@@ -247,15 +250,16 @@ void launch_cast(dtype from, dtype to, const void* x, void* y, std::int64_t coun
   check_launch();
 }
 
-void launch_clip(dtype type, const void* x, void* y, std::int64_t count, double lo, double hi,
-                 void* stream) {
+void launch_clip(dtype type, const void* x, void* y, std::int64_t count, bool has_lo, double lo,
+                 bool has_hi, double hi, void* stream) {
   if (count == 0) return;
   dispatch(type, numeric_list{}, [&](auto t) {
     using T = typename decltype(t)::type;
     using V = math_t<T>;
+    // An absent bound is never converted (an infinity has no integer value).
     clip_kernel<T><<<grid_for(count), k_block, 0, as_stream(stream)>>>(
-        static_cast<const T*>(x), static_cast<T*>(y), count, static_cast<V>(lo),
-        static_cast<V>(hi));
+        static_cast<const T*>(x), static_cast<T*>(y), count, has_lo,
+        has_lo ? static_cast<V>(lo) : V{}, has_hi, has_hi ? static_cast<V>(hi) : V{});
   });
   check_launch();
 }

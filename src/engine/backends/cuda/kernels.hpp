@@ -69,9 +69,10 @@ void launch_binary(binary_op op, dtype a_type, dtype b_type, const void* a, cons
 void launch_where(dtype type, const void* cond, const void* a, const void* b, void* y,
                   const index_plan& plan, void* stream);
 void launch_cast(dtype from, dtype to, const void* x, void* y, std::int64_t count, void* stream);
-/// min(max(x, lo), hi), the bounds in x's dtype widened to double.
-void launch_clip(dtype type, const void* x, void* y, std::int64_t count, double lo, double hi,
-                 void* stream);
+/// min(max(x, lo), hi), each bound only when given; the bounds in x's dtype
+/// widened to double.
+void launch_clip(dtype type, const void* x, void* y, std::int64_t count, bool has_lo, double lo,
+                 bool has_hi, double hi, void* stream);
 
 /// out[plan's operand 3 offsets] = in[operand 0 offsets], `element` bytes
 /// each (transpose, expand, slice, concat, split).

@@ -1,6 +1,7 @@
 // The elementwise ops of the CUDA backend: argument checks and shapes here,
 // the arithmetic in elementwise.cu.
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "engine/backends/cuda/plan.hpp"
@@ -70,12 +71,8 @@ void extremum(const op_call& call) {
     binary_into(call, Op, acc, call.in(i), first.type(), next);
     acc = std::move(next);
   }
-  if (call.inputs.size() == 1) {  // a copy, so the output owns its memory like any other
-    tensor y = call.allocate(first.type(), first.shape());
-    launch_clip(first.type(), first.device_data(), y.device_data(), first.size(),
-                -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
-                call.stream);
-    acc = std::move(y);
+  if (call.inputs.size() == 1) {  // the input itself: tensors are immutable once written
+    acc = first;
   }
   call.outputs[0] = std::move(acc);
 }
@@ -127,15 +124,7 @@ void cast(const op_call& call) {
 void clip(const op_call& call) {
   const tensor& x = call.in(0);
   require(call, x, type_rule::numeric);
-  double lo = -std::numeric_limits<double>::infinity();
-  double hi = std::numeric_limits<double>::infinity();
-  if (x.type() == dtype::int64 || x.type() == dtype::int32) {
-    const bool wide = x.type() == dtype::int64;
-    lo = wide ? static_cast<double>(std::numeric_limits<std::int64_t>::lowest())
-              : std::numeric_limits<std::int32_t>::lowest();
-    hi = wide ? static_cast<double>(std::numeric_limits<std::int64_t>::max())
-              : std::numeric_limits<std::int32_t>::max();
-  }
+  std::optional<double> lo, hi;
   if (const tensor* t = call.optional_in(1); t != nullptr && t->size() > 0)
     lo = call.host_scalar(*t);
   if (const tensor* t = call.optional_in(2); t != nullptr && t->size() > 0)
@@ -143,7 +132,8 @@ void clip(const op_call& call) {
   if (call.n.has("min")) lo = call.n.get<float>("min");  // opset < 11
   if (call.n.has("max")) hi = call.n.get<float>("max");
   tensor y = call.allocate(x.type(), x.shape());
-  launch_clip(x.type(), x.device_data(), y.device_data(), x.size(), lo, hi, call.stream);
+  launch_clip(x.type(), x.device_data(), y.device_data(), x.size(), lo.has_value(), lo.value_or(0),
+              hi.has_value(), hi.value_or(0), call.stream);
   call.outputs[0] = std::move(y);
 }
 

@@ -24,8 +24,9 @@ struct max_op {
 /// Combines every thread's value; all threads get the result.
 template <class V, class Op>
 __device__ V block_reduce(V value, Op op) {
-  __shared__ unsigned char scratch_bytes[k_block * sizeof(double)];
-  V* scratch = reinterpret_cast<V*>(scratch_bytes);
+  static_assert(sizeof(V) <= sizeof(double));
+  __shared__ double scratch_storage[k_block];  // 8-byte aligned for every V
+  V* scratch = reinterpret_cast<V*>(scratch_storage);
   __syncthreads();  // the previous call's readers are done with scratch
   scratch[threadIdx.x] = value;
   __syncthreads();
