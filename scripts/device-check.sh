@@ -2,10 +2,10 @@
 # Run on the GPU machine (device tool): build from the staged dependencies,
 # run every test (the gpu-labelled ones included), compute-sanitizer over the
 # release cycles, the commands and the benchmarks; logs go under $OUT.
-#   scripts/device-check.sh [STEPS...]   steps: tests sanitizer commands
+#   scripts/device-check.sh [STEPS...]   steps: tests sanitizer engine-sanitizer commands
 #                                         release-check release-bench telemetry-bench
 #                                         thermal-latency thermal-power contexts
-#                                         (default: the first five)
+#                                         (default: the first six)
 # The thermal steps are bench/thermal_invariance.py on one workload each,
 # sized for one 10-minute call; results.jsonl grows run by run, so a call cut
 # short still returns what ran. Combine two calls' files with
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/coolbench-out}
 mkdir -p "$out"
 steps=("$@")
-((${#steps[@]} > 0)) || steps=(tests sanitizer commands release-check release-bench)
+((${#steps[@]} > 0)) || steps=(tests sanitizer engine-sanitizer commands release-check release-bench)
 want() { [[ " ${steps[*]} " == *" $1 "* ]]; }
 log="$out/device-check.log"
 {
@@ -23,12 +23,30 @@ log="$out/device-check.log"
   nvidia-smi --query-gpu=name,uuid,driver_version,temperature.gpu,clocks.sm,power.draw --format=csv
   git log -1 --format='commit %H' 2>/dev/null || true
 } | tee "$log"
+# The engine's Debian libraries (scripts/stage-device-deps.sh carries them as
+# .debs): unpacked into a prefix inside .device-deps, never into /.
+deps="$PWD/.device-deps"
+prefix="$deps/prefix"
+engine=OFF
+if compgen -G "$deps/debs/*.deb" >/dev/null; then
+  if [[ ! -e "$prefix/.unpacked" ]]; then
+    rm -rf "$prefix" && mkdir -p "$prefix"
+    for f in "$deps"/debs/*.deb; do dpkg -x "$f" "$prefix"; done
+    touch "$prefix/.unpacked"
+  fi
+  engine=ON
+  libdir="$prefix/usr/lib/x86_64-linux-gnu"
+  # OpenBLAS is loaded at run time (dlopen), from Debian's alternatives folder.
+  export LD_LIBRARY_PATH="$libdir:$libdir/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+else
+  echo "no staged engine libraries (.device-deps/debs): building without the engine" | tee -a "$log"
+fi
 # Warnings stay warnings here: this machine's compiler differs from CI's (which
 # builds with -Werror) and may warn where CI's does not; they are listed below.
-# Without the engine: its Debian libraries (ONNX, protobuf, OpenBLAS) are not
-# on that machine and cannot be installed there.
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_WERROR=OFF -DCOOLBENCH_ENGINE=OFF \
-  -DCOOLBENCH_DEPS_DIR="$PWD/.device-deps" -DPython_EXECUTABLE="$(command -v python3)" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+{ grep PRETTY_NAME /etc/os-release; c++ --version | head -1; nvcc --version | tail -1; } | tee -a "$log"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_WERROR=OFF -DCOOLBENCH_ENGINE=$engine \
+  -DCMAKE_PREFIX_PATH="$prefix/usr" -DCMAKE_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu" \
+  -DCOOLBENCH_DEPS_DIR="$deps" -DPython_EXECUTABLE="$(command -v python3)" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
 # Keep going past a failed target: what did build still gets tested.
 cmake --build build -j 16 -- -k 0 >>"$out/build.log" 2>&1 || grep -E "error|FAILED" -A5 "$out/build.log" | head -40
 grep -E "warning:" "$out/build.log" | sort -u | head -20
@@ -60,6 +78,22 @@ if want sanitizer; then
     build/tests/gpu/device_cycles_test >>"$log" 2>&1
   echo "compute-sanitizer exit code $?" | tee -a "$log"
   grep -E "ERROR SUMMARY|LEAK SUMMARY|PASSED|FAILED" "$log" | tail -4
+fi
+if want engine-sanitizer && [[ -x build/tests/engine/cuda_parity_test ]]; then
+  # The CUDA engine's kernels: out-of-bounds and uninitialised accesses, leaks,
+  # and shared-memory races (the reductions' block trees).
+  for tool in memcheck racecheck; do
+    for t in cuda_parity_test cuda_session_test; do
+      echo "== compute-sanitizer $tool over $t" | tee -a "$log"
+      # The out-of-memory test provokes a failing cudaMalloc on purpose.
+      extra=()
+      [[ $tool == memcheck ]] && extra=(--leak-check full)
+      compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
+        "build/tests/engine/$t" --gtest_filter='-*out_of_memory*' >>"$log" 2>&1
+      echo "compute-sanitizer $tool $t exit code $?" | tee -a "$log"
+    done
+  done
+  grep -E "RACECHECK SUMMARY|ERROR SUMMARY|LEAK SUMMARY" "$log" | tail -8
 fi
 if want telemetry-bench; then
   build/bench/telemetry_overhead 10 6 2>&1 | tee "$out/telemetry_overhead.md"

@@ -1,9 +1,11 @@
-// What a session asks of a backend. The CPU backend is the reference; the
-// CUDA backend (Engine II) will implement the same few methods. The engine
-// core never includes a backend's own headers.
+// What a session asks of a backend. The CPU backend is the reference and
+// computes on host tensors; a device backend (CUDA) holds its tensors in device
+// memory from the device layer, and the session copies inputs in and outputs
+// out through it. The engine core never includes a backend's own headers.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,20 +15,61 @@
 
 namespace coolbench::engine {
 
+/// Why a backend refuses a node when a session is created.
+struct refusal {
+  enum class reason : std::uint8_t { op, dtype };
+  reason why = reason::op;
+  dtype type = dtype::float32;  ///< for reason::dtype: the dtype it does not run
+};
+
 class backend {
  public:
   virtual ~backend() = default;
+  /// "cpu", "cuda:0".
   [[nodiscard]] virtual std::string_view name() const noexcept = 0;
   /// The name and what it runs on, for reports: "cpu (OpenBLAS Haswell, 2 threads)".
   [[nodiscard]] virtual std::string describe() const = 0;
-  /// Whether run() accepts this node (its op type, domain and attributes).
+  /// Whether run() accepts this node's op type, domain and attributes.
   [[nodiscard]] virtual bool supports(const node& n) const = 0;
-  /// Computes one node; sizes and fills `outputs`.
+  /// Whether run() accepts this node with inputs of these dtypes (nullopt:
+  /// not known before run time, or an omitted input); says why not. The
+  /// default checks the op alone (the CPU backend refuses dtypes at run time).
+  [[nodiscard]] virtual std::optional<refusal> refuses(
+      const node& n, std::span<const std::optional<dtype>> input_types) const {
+    static_cast<void>(input_types);
+    if (supports(n)) return std::nullopt;
+    return refusal{};
+  }
+  /// Computes one node; sizes and fills `outputs` in the backend's memory.
   virtual void run(const node& n, std::span<const tensor* const> inputs,
                    std::span<tensor> outputs) = 0;
+
+  // Memory. A host backend's tensors are host tensors and these are trivial.
+
+  /// Whether this backend's tensors live in device memory (copy in and out).
+  [[nodiscard]] virtual bool on_device() const noexcept { return false; }
+  /// Uninitialised storage for a tensor of this dtype and shape.
+  [[nodiscard]] virtual tensor allocate(dtype type, shape_t shape) {
+    return {type, std::move(shape)};
+  }
+  /// A copy of a host tensor in the backend's memory.
+  [[nodiscard]] virtual tensor copy_in(const tensor& host) { return host; }
+  /// A host copy of one of the backend's tensors (waits for it).
+  [[nodiscard]] virtual tensor copy_out(const tensor& value) { return value; }
+  /// Waits for the work queued so far.
+  virtual void synchronize() {}
+  /// The stream work is queued on (a cudaStream_t), or nullptr on the host.
+  [[nodiscard]] virtual void* stream() { return nullptr; }
+  /// Ends a run: drops what the backend holds only while running (a device
+  /// lease), so that a device release from another thread can proceed.
+  virtual void end_run() noexcept {}
+  /// Drops every device resource the backend holds (handles, workspace); the
+  /// next call re-acquires them.
+  virtual void release() noexcept {}
 };
 
-/// "cpu"; throws invalid_argument naming the backends there are.
+/// "cpu", "cuda" (GPU 0) or "cuda:N"; throws invalid_argument naming the
+/// backends there are, and not_available for CUDA in a build without it.
 [[nodiscard]] std::unique_ptr<backend> make_backend(std::string_view name);
 
 }  // namespace coolbench::engine

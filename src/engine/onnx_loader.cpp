@@ -28,9 +28,11 @@ dtype dtype_from_onnx(int code, const std::string& source, const std::string& wh
     case onnx::TensorProto_DataType_INT64: return dtype::int64;
     case onnx::TensorProto_DataType_INT32: return dtype::int32;
     case onnx::TensorProto_DataType_BOOL: return dtype::boolean;
+    case onnx::TensorProto_DataType_BFLOAT16: return dtype::bfloat16;
     default:
       fail(source, where + " has ONNX data type " + std::to_string(code) +
-                       ", which coolbench does not support (float32, float16, int64, int32, bool)");
+                       ", which coolbench does not support (float32, float16, bfloat16, int64, "
+                       "int32, bool)");
   }
 }
 
@@ -116,6 +118,7 @@ tensor tensor_from_onnx(const onnx::TensorProto& proto, const std::filesystem::p
       case dtype::int64: copy_elements(proto.int64_data(), bytes, element); break;
       case dtype::int32:
       case dtype::float16:
+      case dtype::bfloat16:
       case dtype::boolean: copy_elements(proto.int32_data(), bytes, element); break;
     }
   }

@@ -7,6 +7,19 @@
 #include "engine/backend.hpp"
 #include "engine/shape_inference.hpp"
 
+namespace {
+
+// Ends the backend's run (drops its lease) however run() leaves.
+struct end_run_guard {
+  explicit end_run_guard(coolbench::engine::backend& backend) : b(backend) {}
+  coolbench::engine::backend& b;
+  end_run_guard(const end_run_guard&) = delete;
+  end_run_guard& operator=(const end_run_guard&) = delete;
+  ~end_run_guard() { b.end_run(); }
+};
+
+}  // namespace
+
 namespace coolbench::engine {
 
 /// The model specialized for one binding of its symbolic dimensions.
@@ -44,10 +57,8 @@ void session::specialize(const symbol_bindings& bound) {
     if (!live[i]) continue;
     const node& n = m_graph.nodes[i];
     // Only live nodes must be runnable: folded and dead ones never run.
-    if (!m_backend->supports(n)) {
-      throw model_error("unsupported operator " + (n.domain.empty() ? "" : n.domain + ".") +
-                        n.op_type + " (opset " + std::to_string(m_graph.opset) + ") in node '" +
-                        n.name + "'");
+    if (const auto refused = m_backend->refuses(n, input_types(n, analysis))) {
+      throw model_error(unsupported_message(n, *refused, analysis));
     }
     next->nodes.push_back(i);
     read.insert(n.inputs.begin(), n.inputs.end());
@@ -56,6 +67,49 @@ void session::specialize(const symbol_bindings& bound) {
     if (read.contains(name)) next->constants.emplace(name, std::move(value));
   }
   m_plan = std::move(next);
+  m_resident.clear();  // the device copies of the old plan's constants
+}
+
+std::vector<std::optional<dtype>> session::input_types(const node& n,
+                                                       const graph_analysis& analysis) {
+  std::vector<std::optional<dtype>> types;
+  for (const auto& name : n.inputs) {
+    const auto it = name.empty() ? analysis.shapes.end() : analysis.shapes.find(name);
+    if (it != analysis.shapes.end() && it->second.type_known) {
+      types.emplace_back(it->second.type);
+    } else {
+      types.emplace_back(std::nullopt);
+    }
+  }
+  return types;
+}
+
+// One line naming the node, op and opset, and on a device backend the dtype
+// and that there is no fallback to the CPU.
+std::string session::unsupported_message(const node& n, const refusal& refused,
+                                         const graph_analysis& analysis) const {
+  std::string text = "unsupported operator " + (n.domain.empty() ? "" : n.domain + ".") +
+                     n.op_type + " (opset " + std::to_string(m_graph.opset) + ") in node '" +
+                     n.name + "'";
+  std::optional<dtype> type;
+  if (refused.why == refusal::reason::dtype) {
+    type = refused.type;
+  } else {
+    for (const auto& t : input_types(n, analysis)) {
+      if (t) {
+        type = t;
+        break;
+      }
+    }
+  }
+  if (refused.why == refusal::reason::dtype || m_backend->on_device()) {
+    text += type ? " for dtype " + std::string(to_string(*type)) : std::string(" for its dtypes");
+  }
+  if (m_backend->on_device()) {
+    text += " on the " + std::string(m_backend->name()) +
+            " backend (no fallback to the CPU: run the model with the cpu backend)";
+  }
+  return text;
 }
 
 std::size_t session::node_count() const noexcept { return m_plan ? m_plan->nodes.size() : 0; }
@@ -139,6 +193,14 @@ void session::run() {
       throw invalid_argument("with the inputs' dimensions (" + binding + "): " + e.what());
     }
   }
+  const end_run_guard guard{*m_backend};
+  const bool device = m_backend->on_device();
+  if (device) {
+    // A device release freed the resident constants: copy them in again.
+    for (auto it = m_resident.begin(); it != m_resident.end();) {
+      it = it->second.storage()->valid() ? std::next(it) : m_resident.erase(it);
+    }
+  }
   const std::vector<std::size_t>& order = m_plan->nodes;
   // Last use of each value, so intermediates are dropped as soon as possible.
   std::map<std::string, std::size_t> last_use;
@@ -149,14 +211,31 @@ void session::run() {
   for (const auto& v : m_graph.outputs) keep.insert(v.name);
 
   std::map<std::string, tensor> values;
+  // Inputs, folded values and initializers; on a device, their copies there
+  // (inputs each run, constants once per plan and device generation).
+  const auto source = [&](const std::string& name) -> const tensor* {
+    if (auto it = m_inputs.find(name); it != m_inputs.end()) {
+      if (!device) return &it->second;
+      return &values.insert_or_assign(name, m_backend->copy_in(it->second)).first->second;
+    }
+    const tensor* host = nullptr;
+    if (auto it = m_plan->constants.find(name); it != m_plan->constants.end()) {
+      host = &it->second;
+    } else if (auto init = m_graph.initializers.find(name); init != m_graph.initializers.end()) {
+      host = &init->second;
+    }
+    if (host == nullptr) throw invalid_argument("value '" + name + "' is missing at run time");
+    if (!device) return host;
+    auto resident = m_resident.find(name);
+    if (resident == m_resident.end()) {
+      resident = m_resident.emplace(name, m_backend->copy_in(*host)).first;
+    }
+    return &resident->second;
+  };
   const auto lookup = [&](const std::string& name) -> const tensor* {
     if (name.empty()) return nullptr;
     if (auto it = values.find(name); it != values.end()) return &it->second;
-    if (auto it = m_inputs.find(name); it != m_inputs.end()) return &it->second;
-    if (auto it = m_plan->constants.find(name); it != m_plan->constants.end()) return &it->second;
-    if (auto it = m_graph.initializers.find(name); it != m_graph.initializers.end())
-      return &it->second;
-    throw invalid_argument("value '" + name + "' is missing at run time");
+    return source(name);
   };
   std::vector<const tensor*> inputs;
   std::vector<tensor> outputs;
@@ -175,12 +254,8 @@ void session::run() {
   }
   m_outputs.clear();
   for (const auto& v : m_graph.outputs) {
-    if (auto it = values.find(v.name); it != values.end()) {
-      m_outputs.insert_or_assign(v.name, std::move(it->second));
-    } else {
-      m_outputs.insert_or_assign(v.name,
-                                 *lookup(v.name));  // an input or initializer passed through
-    }
+    const tensor* value = lookup(v.name);  // an input or initializer may pass through
+    m_outputs.insert_or_assign(v.name, device ? m_backend->copy_out(*value) : *value);
   }
 }
 
@@ -207,6 +282,8 @@ void session::release() {
   m_inputs.clear();
   m_outputs.clear();
   m_symbols.clear();
+  m_resident.clear();
+  m_backend->release();
 }
 
 }  // namespace coolbench::engine

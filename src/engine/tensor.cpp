@@ -13,6 +13,7 @@ std::string_view to_string(dtype type) noexcept {
     case dtype::int64: return "int64";
     case dtype::int32: return "int32";
     case dtype::boolean: return "bool";
+    case dtype::bfloat16: return "bfloat16";
   }
   return "unknown";
 }
@@ -24,6 +25,7 @@ std::size_t size_of(dtype type) noexcept {
     case dtype::int64: return 8;
     case dtype::int32: return 4;
     case dtype::boolean: return 1;
+    case dtype::bfloat16: return 2;
   }
   return 0;
 }
@@ -80,11 +82,40 @@ tensor::tensor(dtype type, shape_t shape, std::vector<std::byte> bytes)
   }
 }
 
+tensor::tensor(dtype type, shape_t shape, std::shared_ptr<device_storage> storage,
+               std::size_t offset)
+    : m_type(type),
+      m_shape(std::move(shape)),
+      m_count(element_count(m_shape)),
+      m_device(std::move(storage)),
+      m_offset(offset) {
+  byte_size(type, m_count);  // refuses impossible sizes
+  if (m_device == nullptr) throw invalid_argument("a device tensor needs storage");
+}
+
+std::span<std::byte> tensor::raw() {
+  if (m_device) {
+    throw invalid_argument("the tensor's data is on " + m_device->location() +
+                           ": copy it to the host first");
+  }
+  return m_data;
+}
+
+std::span<const std::byte> tensor::raw() const {
+  return const_cast<tensor*>(this)->raw();
+}  // NOLINT
+
+void* tensor::device_data() const {
+  if (!m_device) throw invalid_argument("the tensor is in host memory, not on a device");
+  return static_cast<std::byte*>(m_device->address()) + m_offset;
+}
+
 tensor tensor::reshaped(shape_t shape) const {
   if (element_count(shape) != m_count) {
     throw invalid_argument("cannot reshape " + to_string(m_shape) + " (" + std::to_string(m_count) +
                            " elements) to " + to_string(shape));
   }
+  if (m_device) return {m_type, std::move(shape), m_device, m_offset};
   return {m_type, std::move(shape), m_data};
 }
 
@@ -135,6 +166,19 @@ std::uint16_t float_to_half(float value) noexcept {
   if (rest > 0x1000U || (rest == 0x1000U && (half & 1U) != 0))
     ++half;  // may carry into inf: correct
   return static_cast<std::uint16_t>(sign | half);
+}
+
+float bfloat16_to_float(std::uint16_t bits) noexcept {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16U);
+}
+
+std::uint16_t float_to_bfloat16(float value) noexcept {
+  const auto bits = std::bit_cast<std::uint32_t>(value);
+  if ((bits & 0x7FFFFFFFU) > 0x7F800000U) {  // NaN: keep it quiet and a NaN
+    return static_cast<std::uint16_t>((bits >> 16U) | 0x40U);
+  }
+  const std::uint32_t rounding = 0x7FFFU + ((bits >> 16U) & 1U);
+  return static_cast<std::uint16_t>((bits + rounding) >> 16U);
 }
 
 }  // namespace coolbench::engine

@@ -76,11 +76,15 @@ engine::tensor random_input(const engine::value_info& input, engine::shape_t sha
       for (auto& x : t.data<float>()) x = normal(rng);
       break;
     }
-    case engine::dtype::float16: {
+    case engine::dtype::float16:
+    case engine::dtype::bfloat16: {
       std::normal_distribution<float> normal(0.0F, 1.0F);
+      const bool half = input.type == engine::dtype::float16;
       auto raw = t.raw();
       for (std::size_t i = 0; i + 1 < raw.size(); i += 2) {
-        const std::uint16_t bits = engine::float_to_half(normal(rng));
+        const float value = normal(rng);
+        const std::uint16_t bits =
+            half ? engine::float_to_half(value) : engine::float_to_bfloat16(value);
         std::memcpy(raw.data() + i, &bits, sizeof bits);
       }
       break;

@@ -100,6 +100,11 @@ double element(const tensor& t, std::size_t i) {
       std::memcpy(&bits, t.raw().data() + i * 2, 2);
       return half_to_float(bits);
     }
+    case dtype::bfloat16: {
+      std::uint16_t bits = 0;
+      std::memcpy(&bits, t.raw().data() + i * 2, 2);
+      return bfloat16_to_float(bits);
+    }
   }
   return 0.0;
 }

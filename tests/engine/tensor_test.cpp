@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <memory>
+
+#include "engine/backend.hpp"
 
 namespace coolbench::engine {
 namespace {
@@ -56,6 +61,93 @@ TEST(tensor, half_precision_round_trips_and_rounds_to_nearest_even) {
   EXPECT_EQ(float_to_half(1.0F + 0.00048828125F), 0x3C00);
   EXPECT_EQ(float_to_half(1.0F + 3 * 0.00048828125F), 0x3C02);
   EXPECT_EQ(half_to_float(0x0001), 5.9604644775390625e-08F);  // smallest subnormal
+}
+
+TEST(tensor, bfloat16_round_trips_and_rounds_to_nearest_even) {
+  EXPECT_EQ(to_string(dtype::bfloat16), "bfloat16");
+  EXPECT_EQ(size_of(dtype::bfloat16), 2U);
+  EXPECT_EQ(float_to_bfloat16(1.0F), 0x3F80);
+  EXPECT_EQ(bfloat16_to_float(0x3F80), 1.0F);
+  EXPECT_EQ(bfloat16_to_float(0xC040), -3.0F);
+  // Halfway cases go to the even neighbour; above halfway rounds up.
+  EXPECT_EQ(float_to_bfloat16(std::bit_cast<float>(0x3F808000U)), 0x3F80);
+  EXPECT_EQ(float_to_bfloat16(std::bit_cast<float>(0x3F818000U)), 0x3F82);
+  EXPECT_EQ(float_to_bfloat16(std::bit_cast<float>(0x3F808001U)), 0x3F81);
+  EXPECT_EQ(float_to_bfloat16(std::numeric_limits<float>::infinity()), 0x7F80);
+  EXPECT_TRUE(std::isnan(bfloat16_to_float(float_to_bfloat16(std::nanf("")))));
+  // A NaN whose payload sits in the low bits must not round to infinity.
+  EXPECT_TRUE(std::isnan(bfloat16_to_float(float_to_bfloat16(std::bit_cast<float>(0x7F800001U)))));
+}
+
+tensor bf16_tensor(shape_t shape, const std::vector<float>& values) {
+  tensor t(dtype::bfloat16, std::move(shape));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::uint16_t bits = float_to_bfloat16(values[i]);
+    std::memcpy(t.raw().data() + 2 * i, &bits, 2);
+  }
+  return t;
+}
+
+float bf16_at(const tensor& t, std::size_t i) {
+  std::uint16_t bits = 0;
+  std::memcpy(&bits, t.raw().data() + 2 * i, 2);
+  return bfloat16_to_float(bits);
+}
+
+TEST(tensor, the_cpu_backend_computes_bfloat16_in_float32) {
+  auto cpu = make_backend("cpu");
+  node add;
+  add.name = "add";
+  add.op_type = "Add";
+  add.inputs = {"a", "b"};
+  add.outputs = {"c"};
+  const tensor a = bf16_tensor({2, 2}, {1.0F, 2.0F, -3.0F, 0.5F});
+  const tensor b = bf16_tensor({2}, {0.25F, 4.0F});
+  const tensor* inputs[] = {&a, &b};
+  std::vector<tensor> outputs(1);
+  cpu->run(add, inputs, outputs);
+  ASSERT_EQ(outputs[0].type(), dtype::bfloat16);
+  EXPECT_EQ(bf16_at(outputs[0], 0), 1.25F);
+  EXPECT_EQ(bf16_at(outputs[0], 3), 4.5F);
+  node matmul = add;
+  matmul.op_type = "MatMul";
+  const tensor* mm_inputs[] = {&a, &a};
+  cpu->run(matmul, mm_inputs, outputs);
+  ASSERT_EQ(outputs[0].type(), dtype::bfloat16);
+  EXPECT_EQ(bf16_at(outputs[0], 0), 1.0F * 1.0F + 2.0F * -3.0F);
+  node cast = add;
+  cast.op_type = "Cast";
+  cast.inputs = {"a"};
+  cast.attributes["to"] = std::int64_t{16};
+  const tensor f(dtype::float32, {1});
+  const tensor* cast_inputs[] = {&f};
+  cpu->run(cast, cast_inputs, outputs);
+  EXPECT_EQ(outputs[0].type(), dtype::bfloat16);
+}
+
+TEST(tensor, device_tensors_refuse_host_access_and_share_storage) {
+  class fake_storage final : public device_storage {
+   public:
+    void* address() const override { return m_bytes.get(); }
+    bool valid() const noexcept override { return true; }
+    std::string location() const override { return "cuda:7"; }
+
+   private:
+    std::unique_ptr<std::byte[]> m_bytes = std::make_unique<std::byte[]>(64);
+  };
+  const tensor t(dtype::float32, {2, 8}, std::make_shared<fake_storage>());
+  EXPECT_TRUE(t.on_device());
+  EXPECT_EQ(t.bytes(), 64U);
+  try {
+    (void)t.raw();
+    FAIL() << "raw() of a device tensor returned";
+  } catch (const invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("on cuda:7"), std::string::npos) << e.what();
+  }
+  const tensor view = t.reshaped({16});
+  EXPECT_EQ(view.device_data(), t.device_data());
+  EXPECT_THROW((void)tensor(dtype::float32, {2}).device_data(), invalid_argument);
+  EXPECT_THROW((void)make_backend("tpu"), invalid_argument);
 }
 
 }  // namespace

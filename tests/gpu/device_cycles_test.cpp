@@ -11,6 +11,13 @@
 #include "coolbench/device.hpp"
 #include "coolbench/telemetry.hpp"
 #include "gpu/cycle_workload.hpp"
+#if COOLBENCH_TEST_ENGINE
+#include <cstring>
+#include <random>
+
+#include "coolbench/engine/model.hpp"
+#include "coolbench/engine/session.hpp"
+#endif
 
 namespace coolbench {
 namespace {
@@ -73,6 +80,53 @@ TEST(device_cycles, run_release_run_gives_identical_outputs_and_leaves_nothing_b
     std::printf("RECORD cycles: %d run/release cycles, process memory while running %llu MiB\n",
                 cycles, static_cast<unsigned long long>(*first_memory >> 20U));
 }
+
+#if COOLBENCH_TEST_ENGINE
+// The same cycle with a model: a GPT-2 session on cuda:0, run -> device
+// release -> run, identical logits every time and nothing left on the device.
+TEST(device_cycles, a_model_session_runs_identically_across_releases) {
+  int count = 0;
+  try {
+    count = device::device::count();
+  } catch (const error& e) {
+    GTEST_SKIP() << "no GPU here: " << e.what();
+  }
+  if (count == 0) GTEST_SKIP() << "no GPU here: CUDA sees none";
+  const char* cycles_env = std::getenv("COOLBENCH_CYCLES");
+  const int cycles = cycles_env != nullptr ? std::atoi(cycles_env) : 200;
+  engine::gpt2_config config;
+  config.layers = 2;
+  config.hidden = 64;
+  config.heads = 4;
+  config.vocab = 300;
+  config.positions = 32;
+  config.sequence = 16;
+  engine::session s(engine::parse_onnx(engine::make_gpt2_model(config), ".", "gpt2.onnx"),
+                    "cuda:0");
+  engine::tensor ids(engine::dtype::int64, {1, 16});
+  std::mt19937 rng(3);
+  for (auto& id : ids.data<std::int64_t>())
+    id = std::uniform_int_distribution<std::int64_t>(0, 299)(rng);
+  auto& gpu = device::device::get(0);
+  engine::tensor first;
+  for (int cycle = 0; cycle < cycles; ++cycle) {
+    s.set_input(s.inputs().at(0).name, ids);
+    s.run();
+    const engine::tensor& logits = s.output(0);
+    if (cycle == 0) {
+      first = logits;
+    } else {
+      ASSERT_EQ(std::memcmp(logits.raw().data(), first.raw().data(), first.bytes()), 0)
+          << "cycle " << cycle << " computed other logits";
+    }
+    const auto report = gpu.release();
+    ASSERT_TRUE(report.released) << "cycle " << cycle << ": " << report.note;
+    ASSERT_GT(report.bytes_freed, 0U) << "cycle " << cycle << ": the session held no device memory";
+    ASSERT_EQ(gpu.status().live_bytes + gpu.status().cached_bytes, 0U) << cycle;
+  }
+  std::printf("RECORD model cycles: %d run/release cycles of a GPT-2 session on cuda:0\n", cycles);
+}
+#endif
 
 }  // namespace
 }  // namespace coolbench

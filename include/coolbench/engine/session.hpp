@@ -2,6 +2,7 @@
 /// Running a model: the interface users of graph executors know.
 ///
 ///   auto s = coolbench::engine::session::load("model.onnx");   // backend "cpu"
+///   auto g = coolbench::engine::session::load("model.onnx", "cuda:0");
 ///   s.set_input("A", a);
 ///   s.run();
 ///   const auto& c = s.output("C");
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +29,8 @@
 namespace coolbench::engine {
 
 class backend;
+struct refusal;
+struct graph_analysis;
 
 struct session_options {
   /// Values of symbolic dimensions known before any input is set
@@ -38,9 +42,10 @@ struct session_options {
 
 class session {
  public:
-  /// Takes a loaded graph. Throws model_error "unsupported operator X (opset N)
-  /// in node Y" when the backend cannot run a node, and invalid_argument for
-  /// an unknown backend name.
+  /// Takes a loaded graph and a backend name ("cpu", "cuda", "cuda:N").
+  /// Throws model_error "unsupported operator X (opset N) in node Y" when the
+  /// backend cannot run a node (a device backend adds the dtype; it never
+  /// falls back to the CPU), and invalid_argument for an unknown backend name.
   /// Also throws model_error when shapes are inconsistent (passes.hpp).
   explicit session(graph g, std::string_view backend_name = "cpu");
   session(graph g, session_options options, std::string_view backend_name = "cpu");
@@ -74,7 +79,10 @@ class session {
   void run();
   [[nodiscard]] const tensor& output(std::size_t index) const;
   [[nodiscard]] const tensor& output(const std::string& name) const;
-  /// Drops inputs, outputs and intermediate tensors (the model stays).
+  /// Drops inputs, outputs and intermediate tensors, and on a device backend
+  /// every device resource the session holds (the model stays). A device
+  /// release (coolbench::device) frees them too; the next run() copies the
+  /// constants in again by itself.
   void release();
 
  private:
@@ -82,6 +90,10 @@ class session {
   /// Makes m_plan for these bindings: passes over m_graph, then the check
   /// that the backend runs every node left. Throws model_error.
   void specialize(const symbol_bindings& bound);
+  [[nodiscard]] static std::vector<std::optional<dtype>> input_types(
+      const node& n, const graph_analysis& analysis);
+  [[nodiscard]] std::string unsupported_message(const node& n, const refusal& refused,
+                                                const graph_analysis& analysis) const;
 
   graph m_graph;  // as loaded; plans borrow its initializers
   session_options m_options;
@@ -90,6 +102,8 @@ class session {
   std::map<std::string, tensor> m_inputs;
   std::map<std::string, tensor> m_outputs;
   symbol_bindings m_symbols;  // bound by the inputs set so far
+  // Device copies of the plan's constants and initializers (device backends).
+  std::map<std::string, tensor> m_resident;
 };
 
 }  // namespace coolbench::engine

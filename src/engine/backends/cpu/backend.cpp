@@ -11,6 +11,7 @@
 #include "engine/backends/cpu/matmul.hpp"
 #include "engine/backends/cpu/reduce.hpp"
 #include "engine/backends/cpu/shape_ops.hpp"
+#include "engine/backends/registry.hpp"
 
 namespace coolbench::engine {
 namespace {
@@ -61,10 +62,6 @@ class cpu_backend final : public backend {
 
 }  // namespace
 
-std::unique_ptr<backend> make_backend(std::string_view name) {
-  if (name == "cpu") return std::make_unique<cpu_backend>();
-  throw invalid_argument("unknown backend '" + std::string(name) +
-                         "': coolbench has the cpu backend");
-}
+std::unique_ptr<backend> make_cpu_backend() { return std::make_unique<cpu_backend>(); }
 
 }  // namespace coolbench::engine

@@ -22,6 +22,7 @@ namespace {
 // no C++ type, so it gets a tag that loads to float and stores back as bits.
 
 struct half {};
+struct bf16 {};
 
 template <class S>
 struct elem {
@@ -39,10 +40,20 @@ struct elem<half> {
   static raw store(value v) { return float_to_half(v); }
 };
 
+template <>
+struct elem<bf16> {
+  using raw = std::uint16_t;
+  using value = float;
+  static value load(raw r) { return bfloat16_to_float(r); }
+  static raw store(value v) { return float_to_bfloat16(v); }
+};
+
 template <class S>
 constexpr dtype dtype_for = dtype_of<S>();
 template <>
 constexpr dtype dtype_for<half> = dtype::float16;
+template <>
+constexpr dtype dtype_for<bf16> = dtype::bfloat16;
 
 template <class S>
 const typename elem<S>::raw* read_ptr(const tensor& t) {
@@ -56,9 +67,9 @@ typename elem<S>::raw* write_ptr(tensor& t) {
 
 template <class... S>
 struct types {};
-using float_types = types<float, half>;
-using numeric_types = types<float, half, std::int64_t, std::int32_t>;
-using any_types = types<float, half, std::int64_t, std::int32_t, bool>;
+using float_types = types<float, half, bf16>;
+using numeric_types = types<float, half, bf16, std::int64_t, std::int32_t>;
+using any_types = types<float, half, bf16, std::int64_t, std::int32_t, bool>;
 using bool_types = types<bool>;
 
 template <class... S>
@@ -645,10 +656,12 @@ dtype cast_target(const node& n) {
     case 7: return dtype::int64;
     case 6: return dtype::int32;
     case 9: return dtype::boolean;
+    case 16: return dtype::bfloat16;
     default: break;
   }
   throw invalid_argument(n.describe() + ": unsupported cast target " + std::to_string(to) +
-                         "; expected 1 (float), 10 (float16), 7 (int64), 6 (int32) or 9 (bool)");
+                         "; expected 1 (float), 10 (float16), 16 (bfloat16), 7 (int64), "
+                         "6 (int32) or 9 (bool)");
 }
 
 void cast_kernel(const node& n, inputs_t inputs, outputs_t outputs) {
@@ -756,6 +769,7 @@ void dropout_kernel(const node& n, inputs_t inputs, outputs_t outputs) {
       const tensor& r = *inputs[1];
       if (r.type() == dtype::float32) ratio = r.data<float>()[0];
       if (r.type() == dtype::float16) ratio = elem<half>::load(*read_ptr<half>(r));
+      if (r.type() == dtype::bfloat16) ratio = elem<bf16>::load(*read_ptr<bf16>(r));
     }
     if (!training.empty() && training[0] && ratio != 0.0F) {
       throw invalid_argument(n.describe() +

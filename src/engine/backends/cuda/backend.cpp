@@ -1,0 +1,207 @@
+#include "engine/backends/cuda/backend.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "device/detail/cuda_check.hpp"
+#include "engine/backends/registry.hpp"
+
+namespace coolbench::engine {
+namespace cuda {
+namespace {
+
+// A device tensor's memory: a caching-allocator block, stale after a release.
+class buffer_storage final : public device_storage {
+ public:
+  buffer_storage(device::buffer buffer, int ordinal)
+      : m_buffer(std::move(buffer)), m_ordinal(ordinal) {}
+  void* address() const override { return m_buffer.get(); }
+  bool valid() const noexcept override { return m_buffer.valid(); }
+  std::string location() const override { return "cuda:" + std::to_string(m_ordinal); }
+
+ private:
+  device::buffer m_buffer;
+  int m_ordinal;
+};
+
+bool accepts(type_rule rule, dtype type) {
+  switch (rule) {
+    case type_rule::floats: return is_float(type);
+    case type_rule::numeric: return type != dtype::boolean;
+    case type_rule::booleans: return type == dtype::boolean;
+    case type_rule::any:
+    case type_rule::shape_only: return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+const tensor& op_call::in(std::size_t i) const {
+  if (i >= inputs.size() || inputs[i] == nullptr) {
+    fail("expected input " + std::to_string(i) + ", got none");
+  }
+  return *inputs[i];
+}
+
+tensor op_call::allocate(dtype type, shape_t shape) const {
+  return backend.allocate(type, std::move(shape));
+}
+
+std::vector<std::int64_t> op_call::host_ints(const tensor& t) const {
+  const tensor host = t.on_device() ? backend.copy_out(t) : t;
+  std::vector<std::int64_t> values;
+  if (host.type() == dtype::int64) {
+    const auto v = host.data<std::int64_t>();
+    values.assign(v.begin(), v.end());
+  } else if (host.type() == dtype::int32) {
+    const auto v = host.data<std::int32_t>();
+    values.assign(v.begin(), v.end());
+  } else {
+    fail("expected an int64 or int32 input, got " + std::string(to_string(host.type())));
+  }
+  return values;
+}
+
+double op_call::host_scalar(const tensor& t) const {
+  if (t.size() != 1) fail("expected a scalar input, got shape " + to_string(t.shape()));
+  const tensor host = t.on_device() ? backend.copy_out(t) : t;
+  switch (host.type()) {
+    case dtype::float32: return host.data<float>()[0];
+    case dtype::int64: return static_cast<double>(host.data<std::int64_t>()[0]);
+    case dtype::int32: return host.data<std::int32_t>()[0];
+    case dtype::boolean: return host.data<bool>()[0] ? 1 : 0;
+    case dtype::float16:
+    case dtype::bfloat16: {
+      std::uint16_t bits = 0;
+      std::memcpy(&bits, host.raw().data(), sizeof bits);
+      return host.type() == dtype::float16 ? half_to_float(bits) : bfloat16_to_float(bits);
+    }
+  }
+  return 0;
+}
+
+void op_call::fail(const std::string& what) const {
+  throw invalid_argument(n.describe() + " on " + std::string(backend.name()) + ": " + what);
+}
+
+cuda_backend::cuda_backend(int ordinal)
+    : m_ordinal(ordinal), m_name("cuda:" + std::to_string(ordinal)) {
+  static_cast<void>(device::device::get(ordinal));  // throws for a GPU that is not there
+  for (const auto family : {elementwise_ops(), data_ops(), reduce_ops(), matmul_ops()}) {
+    m_ops.insert(m_ops.end(), family.begin(), family.end());
+  }
+  std::sort(m_ops.begin(), m_ops.end(),
+            [](const auto& a, const auto& b) { return a.op_type < b.op_type; });
+}
+
+std::string cuda_backend::describe() const {
+  cudaDeviceProp properties{};
+  if (cudaGetDeviceProperties(&properties, m_ordinal) != cudaSuccess) {
+    cudaGetLastError();
+    return m_name;
+  }
+  return m_name + " (" + properties.name + ", sm_" + std::to_string(properties.major) +
+         std::to_string(properties.minor) + ", cuBLASLt)";
+}
+
+const op_entry* cuda_backend::find(std::string_view op_type) const {
+  const auto it =
+      std::lower_bound(m_ops.begin(), m_ops.end(), op_type,
+                       [](const auto& e, std::string_view op) { return e.op_type < op; });
+  return it != m_ops.end() && it->op_type == op_type ? &*it : nullptr;
+}
+
+bool cuda_backend::supports(const node& n) const {
+  return n.domain.empty() && find(n.op_type) != nullptr;
+}
+
+std::optional<refusal> cuda_backend::refuses(
+    const node& n, std::span<const std::optional<dtype>> input_types) const {
+  const op_entry* entry = n.domain.empty() ? find(n.op_type) : nullptr;
+  if (entry == nullptr) return refusal{};
+  // The data input: Where's is its second (the first is the condition).
+  const std::size_t data = n.op_type == "Where" ? 1 : 0;
+  if (data < input_types.size() && input_types[data] &&
+      !accepts(entry->types, *input_types[data])) {
+    return refusal{refusal::reason::dtype, *input_types[data]};
+  }
+  return std::nullopt;
+}
+
+void cuda_backend::run(const node& n, std::span<const tensor* const> inputs,
+                       std::span<tensor> outputs) {
+  const op_entry* entry = n.domain.empty() ? find(n.op_type) : nullptr;
+  if (entry == nullptr)
+    throw invalid_argument("the " + m_name + " backend cannot run " + n.describe());
+  const op_call call{*this, n, inputs, outputs, stream()};
+  entry->run(call);
+}
+
+device::lease& cuda_backend::lease() {
+  if (!m_lease) m_lease.emplace(device::device::get(m_ordinal).acquire());
+  return *m_lease;
+}
+
+tensor cuda_backend::allocate(dtype type, shape_t shape) {
+  const std::int64_t count = element_count(shape);
+  const std::size_t bytes = static_cast<std::size_t>(count) * size_of(type);
+  device::buffer block;
+  try {
+    block = lease().allocate(std::max<std::size_t>(bytes, 1));
+  } catch (const cuda_error& e) {
+    throw cuda_error(m_name + ": out of device memory for a " + std::string(to_string(type)) +
+                         " tensor of shape " + to_string(shape) + " (" + std::to_string(bytes) +
+                         " bytes); free device memory or use smaller inputs (" + e.what() + ")",
+                     e.code());
+  }
+  if (m_poison && bytes > 0) {
+    COOLBENCH_CUDA_CALL(
+        cudaMemsetAsync(block.get(), 0xFF, bytes, static_cast<cudaStream_t>(stream())));
+  }
+  return {type, std::move(shape), std::make_shared<buffer_storage>(std::move(block), m_ordinal)};
+}
+
+tensor cuda_backend::copy_in(const tensor& host) {
+  if (host.on_device()) return host;
+  tensor value = allocate(host.type(), host.shape());
+  if (host.bytes() > 0) {
+    COOLBENCH_CUDA_CALL(cudaMemcpyAsync(value.device_data(), host.raw().data(), host.bytes(),
+                                        cudaMemcpyHostToDevice,
+                                        static_cast<cudaStream_t>(stream())));
+    // The host tensor may go before the copy ran (pageable memory is staged,
+    // but only up to a size): wait, so the caller may drop it.
+    synchronize();
+  }
+  return value;
+}
+
+tensor cuda_backend::copy_out(const tensor& value) {
+  if (!value.on_device()) return value;
+  tensor host(value.type(), value.shape());
+  if (value.bytes() > 0) {
+    COOLBENCH_CUDA_CALL(cudaMemcpyAsync(host.raw().data(), value.device_data(), value.bytes(),
+                                        cudaMemcpyDeviceToHost,
+                                        static_cast<cudaStream_t>(stream())));
+  }
+  synchronize();
+  return host;
+}
+
+void cuda_backend::synchronize() {
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())));
+}
+
+void* cuda_backend::stream() { return lease().stream(); }
+
+void cuda_backend::end_run() noexcept { m_lease.reset(); }
+
+}  // namespace cuda
+
+std::unique_ptr<backend> make_cuda_backend(int ordinal) {
+  return std::make_unique<cuda::cuda_backend>(ordinal);
+}
+
+}  // namespace coolbench::engine

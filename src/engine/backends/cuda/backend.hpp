@@ -1,0 +1,118 @@
+// The CUDA backend: device tensors from the device layer's caching allocator,
+// work on the device's coolbench stream, cuBLASLt for MatMul and Gemm. It
+// takes a lease for the length of a run (session::run ends it), so a device
+// release from another thread is not blocked between runs; a release frees
+// every tensor and handle it made, and the next call re-acquires them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coolbench/device.hpp"
+#include "engine/backend.hpp"
+
+namespace coolbench::engine::cuda {
+
+class cuda_backend;
+
+/// What an op implementation gets: the node, its inputs (device tensors,
+/// nullptr for omitted ones), the outputs to fill, and the backend.
+struct op_call {
+  cuda_backend& backend;
+  const node& n;
+  std::span<const tensor* const> inputs;
+  std::span<tensor> outputs;
+  void* stream;
+
+  /// Input i; throws invalid_argument naming the node when absent.
+  [[nodiscard]] const tensor& in(std::size_t i) const;
+  [[nodiscard]] const tensor* optional_in(std::size_t i) const {
+    return i < inputs.size() ? inputs[i] : nullptr;
+  }
+  [[nodiscard]] tensor allocate(dtype type, shape_t shape) const;
+  /// An integer input's values on the host (a small synchronous copy): shapes, axes.
+  [[nodiscard]] std::vector<std::int64_t> host_ints(const tensor& t) const;
+  /// A scalar input of any numeric dtype on the host, as double.
+  [[nodiscard]] double host_scalar(const tensor& t) const;
+  [[noreturn]] void fail(const std::string& what) const;
+};
+
+using op_fn = void (*)(const op_call& call);
+
+/// Which dtypes an op runs in; checked at session creation (refuses()).
+enum class type_rule : std::uint8_t { floats, numeric, any, booleans, shape_only };
+
+struct op_entry {
+  std::string_view op_type;
+  op_fn run;
+  type_rule types;
+};
+
+/// The op table: elementwise ops (ops_elementwise.cpp), data movement and
+/// shapes (ops_data.cpp), reductions and normalizations (ops_reduce.cpp),
+/// MatMul and Gemm (matmul.cpp).
+std::span<const op_entry> elementwise_ops();
+std::span<const op_entry> data_ops();
+std::span<const op_entry> reduce_ops();
+std::span<const op_entry> matmul_ops();
+
+/// cuBLASLt state of one context generation (matmul.cpp): the handle (a
+/// cublasLtHandle_t) adopted by the device layer, and the workspace.
+struct blas_state {
+  void* handle = nullptr;
+  device::owned_resource owner;
+  device::buffer workspace;
+  [[nodiscard]] bool valid() const noexcept { return owner.valid() && workspace.valid(); }
+};
+
+class cuda_backend final : public backend {
+ public:
+  explicit cuda_backend(int ordinal);
+  ~cuda_backend() override;
+  cuda_backend(const cuda_backend&) = delete;
+  cuda_backend& operator=(const cuda_backend&) = delete;
+  cuda_backend(cuda_backend&&) = delete;
+  cuda_backend& operator=(cuda_backend&&) = delete;
+
+  std::string_view name() const noexcept override { return m_name; }
+  std::string describe() const override;
+  bool supports(const node& n) const override;
+  std::optional<refusal> refuses(const node& n,
+                                 std::span<const std::optional<dtype>> input_types) const override;
+  void run(const node& n, std::span<const tensor* const> inputs,
+           std::span<tensor> outputs) override;
+
+  bool on_device() const noexcept override { return true; }
+  tensor allocate(dtype type, shape_t shape) override;
+  tensor copy_in(const tensor& host) override;
+  tensor copy_out(const tensor& value) override;
+  void synchronize() override;
+  void* stream() override;
+  void end_run() noexcept override;
+  void release() noexcept override;
+
+  /// Fills every tensor it allocates with 0xFF bytes (NaN, -1, an invalid
+  /// bool) before a kernel writes it, so a test sees elements left unwritten.
+  void poison_allocations(bool on) noexcept { m_poison = on; }
+
+  /// The lease of this run (taken when first needed).
+  device::lease& lease();
+  /// cuBLASLt handle and workspace, made again after a device release.
+  blas_state& blas();
+
+ private:
+  const op_entry* find(std::string_view op_type) const;
+
+  int m_ordinal;
+  std::string m_name;
+  std::vector<op_entry> m_ops;
+  std::optional<device::lease> m_lease;
+  std::unique_ptr<blas_state> m_blas;
+  bool m_poison = false;
+};
+
+}  // namespace coolbench::engine::cuda

@@ -1,0 +1,185 @@
+// Kernels that move elements without arithmetic: the strided copy behind
+// Transpose, Expand, Slice, Concat and Split; Gather and GatherND; fills,
+// ranges and triangles. They move elements as unsigned integers of the
+// element's size, so one instantiation serves every dtype of that size.
+#include <cstring>
+
+#include "engine/backends/cuda/common.cuh"
+
+namespace coolbench::engine::cuda {
+namespace {
+
+template <class T>
+__global__ void strided_copy_kernel(const T* in, T* out, index_plan plan) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < plan.count;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    out[offset_of(plan, 3, i)] = in[offset_of(plan, 0, i)];
+  }
+}
+
+template <class T, class I>
+__global__ void gather_kernel(const T* data, const I* indices, T* out, std::int64_t axis_size,
+                              std::int64_t inner, std::int64_t index_count, std::int64_t count) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int64_t in_inner = i % inner;
+    const std::int64_t k = (i / inner) % index_count;
+    const std::int64_t o = i / (inner * index_count);
+    std::int64_t index = indices[k];
+    if (index < 0) index += axis_size;
+    out[i] =
+        index >= 0 && index < axis_size ? data[(o * axis_size + index) * inner + in_inner] : T{};
+  }
+}
+
+struct nd_dims {
+  std::int64_t size[k_max_rank];
+};
+
+template <class T>
+__global__ void gather_nd_kernel(const T* data, const std::int64_t* indices, T* out,
+                                 std::int64_t per_batch, int depth, nd_dims dims,
+                                 std::int64_t gathered, std::int64_t slice, std::int64_t count) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int64_t s = i % slice;
+    const std::int64_t tuple = i / slice;  // batch * per_batch + position
+    const std::int64_t b = tuple / per_batch;
+    std::int64_t offset = 0;
+    bool inside = true;
+    for (int d = 0; d < depth; ++d) {
+      std::int64_t index = indices[tuple * depth + d];
+      if (index < 0) index += dims.size[d];
+      inside = inside && index >= 0 && index < dims.size[d];
+      offset = offset * dims.size[d] + index;
+    }
+    out[i] = inside ? data[(b * gathered + offset) * slice + s] : T{};
+  }
+}
+
+template <class T>
+__global__ void fill_kernel(T value, T* out, std::int64_t count) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    out[i] = value;
+  }
+}
+
+template <class T>
+__global__ void range_kernel(double start, double delta, std::uint64_t int_start,
+                             std::uint64_t int_delta, T* out, std::int64_t count) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    if constexpr (std::is_floating_point_v<T>) {
+      out[i] = static_cast<T>(start + static_cast<double>(i) * delta);
+    } else {
+      out[i] = static_cast<T>(
+          static_cast<std::int64_t>(int_start + static_cast<std::uint64_t>(i) * int_delta));
+    }
+  }
+}
+
+template <class T>
+__global__ void trilu_kernel(const T* in, T* out, std::int64_t rows, std::int64_t cols,
+                             std::int64_t k, bool upper, std::int64_t count) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int64_t col = i % cols;
+    const std::int64_t row = (i / cols) % rows;
+    const bool keep = upper ? col - row >= k : col - row <= k;
+    out[i] = keep ? in[i] : T{};
+  }
+}
+
+}  // namespace
+
+void launch_strided_copy(std::size_t element, const void* in, void* out, const index_plan& plan,
+                         void* stream) {
+  if (plan.count == 0) return;
+  dispatch_bytes(element, [&](auto t) {
+    using T = typename decltype(t)::type;
+    strided_copy_kernel<T><<<grid_for(plan.count), k_block, 0, as_stream(stream)>>>(
+        static_cast<const T*>(in), static_cast<T*>(out), plan);
+  });
+  check_launch();
+}
+
+void launch_gather(std::size_t element, const void* data, const void* indices, bool indices_int64,
+                   void* out, std::int64_t outer, std::int64_t axis_size, std::int64_t inner,
+                   std::int64_t index_count, void* stream) {
+  const std::int64_t count = outer * index_count * inner;
+  if (count == 0) return;
+  dispatch_bytes(element, [&](auto t) {
+    using T = typename decltype(t)::type;
+    const auto launch = [&](auto* typed_indices) {
+      gather_kernel<<<grid_for(count), k_block, 0, as_stream(stream)>>>(
+          static_cast<const T*>(data), typed_indices, static_cast<T*>(out), axis_size, inner,
+          index_count, count);
+    };
+    if (indices_int64) {
+      launch(static_cast<const std::int64_t*>(indices));
+    } else {
+      launch(static_cast<const std::int32_t*>(indices));
+    }
+  });
+  check_launch();
+}
+
+void launch_gather_nd(std::size_t element, const void* data, const std::int64_t* indices, void* out,
+                      std::int64_t batch, std::int64_t per_batch, int index_depth,
+                      const std::int64_t* gathered_dims, std::int64_t slice, void* stream) {
+  const std::int64_t count = batch * per_batch * slice;
+  if (count == 0) return;
+  nd_dims dims{};
+  std::int64_t gathered = 1;
+  for (int d = 0; d < index_depth; ++d) {
+    dims.size[d] = gathered_dims[d];
+    gathered *= gathered_dims[d];
+  }
+  dispatch_bytes(element, [&](auto t) {
+    using T = typename decltype(t)::type;
+    gather_nd_kernel<T><<<grid_for(count), k_block, 0, as_stream(stream)>>>(
+        static_cast<const T*>(data), indices, static_cast<T*>(out), per_batch, index_depth, dims,
+        gathered, slice, count);
+  });
+  check_launch();
+}
+
+void launch_fill(std::size_t element, const void* value, void* out, std::int64_t count,
+                 void* stream) {
+  if (count == 0) return;
+  dispatch_bytes(element, [&](auto t) {
+    using T = typename decltype(t)::type;
+    T v{};
+    std::memcpy(&v, value, sizeof v);
+    fill_kernel<T>
+        <<<grid_for(count), k_block, 0, as_stream(stream)>>>(v, static_cast<T*>(out), count);
+  });
+  check_launch();
+}
+
+void launch_range(dtype type, double start, double delta, std::int64_t int_start,
+                  std::int64_t int_delta, void* out, std::int64_t count, void* stream) {
+  if (count == 0) return;
+  dispatch(type, type_list<float, std::int64_t, std::int32_t>{}, [&](auto t) {
+    using T = typename decltype(t)::type;
+    range_kernel<T><<<grid_for(count), k_block, 0, as_stream(stream)>>>(
+        start, delta, static_cast<std::uint64_t>(int_start), static_cast<std::uint64_t>(int_delta),
+        static_cast<T*>(out), count);
+  });
+  check_launch();
+}
+
+void launch_trilu(std::size_t element, const void* in, void* out, std::int64_t matrices,
+                  std::int64_t rows, std::int64_t cols, std::int64_t k, bool upper, void* stream) {
+  const std::int64_t count = matrices * rows * cols;
+  if (count == 0) return;
+  dispatch_bytes(element, [&](auto t) {
+    using T = typename decltype(t)::type;
+    trilu_kernel<T><<<grid_for(count), k_block, 0, as_stream(stream)>>>(
+        static_cast<const T*>(in), static_cast<T*>(out), rows, cols, k, upper, count);
+  });
+  check_launch();
+}
+
+}  // namespace coolbench::engine::cuda
