@@ -93,12 +93,12 @@ class result {
   [[nodiscard]] std::string repr() const {
     std::string text = "<coolbench.Result " + m_r.workload + ": ";
     const auto f = figure_ms();
-    if (!f) return text + "no samples kept, " + m_r.stop_reason + ">";
+    if (!f) return text + "no samples kept, " + to_string(m_r.stop_reason) + ">";
     text += fmt::format("{:.4f} ms", *f);
     if (const auto r = rel_ci()) text += fmt::format(" ±{:.2f}%", 100 * *r);
     if (m_r.contexts)
       text += " over " + std::to_string(m_r.contexts->per_context.size()) + " contexts";
-    return text + ", " + m_r.stop_reason + (m_r.complete ? "" : ", incomplete") + ">";
+    return text + ", " + to_string(m_r.stop_reason) + (m_r.complete ? "" : ", incomplete") + ">";
   }
 
  private:
@@ -304,9 +304,10 @@ result run_measure(const measure_arguments& a) {
     py::gil_scoped_release no_gil;
     r = measure::measure(*w, *env, o, progress);
   }
-  if (calls.interrupted && r.stop_reason == "error" && r.error == "interrupted") {
+  if (calls.interrupted && r.stop_reason == measure::stop_reason::error &&
+      r.error == "interrupted") {
     // Ctrl-C inside the callable: the run was interrupted, not broken.
-    r.stop_reason = "interrupted";
+    r.stop_reason = measure::stop_reason::interrupted;
     r.error.clear();
   }
   w.reset();
@@ -327,18 +328,18 @@ result run_measure(const measure_arguments& a) {
     }
     throw e;
   }
-  if (calls.interrupted || raw.stop_reason == "interrupted") {
+  if (calls.interrupted || raw.stop_reason == measure::stop_reason::interrupted) {
     raise(make_error(exceptions().interrupted,
                      "coolbench.measure: interrupted; the .result "
                      "attribute holds what was measured",
                      &out));
   }
-  if (raw.stop_reason == "invalid input" && raw.samples.empty()) {
+  if (raw.stop_reason == measure::stop_reason::invalid_input && raw.samples.empty()) {
     throw invalid_argument(raw.error);
   }
   if (a.check && !raw.complete) {
     raise(make_error(exceptions().run_incomplete,
-                     "coolbench.measure: " + raw.stop_reason + ": " + raw.error +
+                     "coolbench.measure: " + to_string(raw.stop_reason) + ": " + raw.error +
                          " (the .result attribute holds what was measured)",
                      &out));
   }
@@ -416,7 +417,8 @@ PYBIND11_MODULE(coolbench, m) {
                              })
       .def_property_readonly("converged", [](const result& r) { return r.raw().converged; })
       .def_property_readonly("complete", [](const result& r) { return r.raw().complete; })
-      .def_property_readonly("stop_reason", [](const result& r) { return r.raw().stop_reason; })
+      .def_property_readonly("stop_reason",
+                             [](const result& r) { return to_string(r.raw().stop_reason); })
       .def_property_readonly("error", [](const result& r) { return r.raw().error; })
       .def_property_readonly("warnings", [](const result& r) { return r.raw().warnings; })
       .def_property_readonly("workload", [](const result& r) { return r.raw().workload; })

@@ -128,7 +128,7 @@ nlohmann::json to_json(const run_result& r) {
       {"contexts", contexts_json(r.contexts)},
       {"warnings", r.warnings},
       {"converged", r.converged},
-      {"stop_reason", r.stop_reason},
+      {"stop_reason", to_string(r.stop_reason)},
       {"discarded", r.discarded},
       {"discarded_by_reason", discarded},
       {"throttled_kept",
@@ -284,10 +284,10 @@ std::string format_run_summary(const run_result& r) {
   if (r.energy_per_run_j) out += fmt::format("energy {:.4f} J per run\n", *r.energy_per_run_j);
   if (!r.final_release.empty()) out += fmt::format("at the end, {}\n", r.final_release);
   for (const auto& warning : r.warnings) out += fmt::format("warning: {}\n", warning);
-  out += fmt::format("stopped: {}{}\n", r.stop_reason,
+  out += fmt::format("stopped: {}{}\n", to_string(r.stop_reason),
                      r.converged || !r.complete ? "" : " (the CI did not reach --rel-ci)");
   if (!r.complete)
-    out += fmt::format("INCOMPLETE: {}\n", r.error.empty() ? r.stop_reason : r.error);
+    out += fmt::format("INCOMPLETE: {}\n", r.error.empty() ? to_string(r.stop_reason) : r.error);
   if (r.profile) out += "\n" + profile_markdown(r);
   return out;
 }

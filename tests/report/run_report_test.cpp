@@ -15,7 +15,7 @@ measure::run_result spread_result() {
   measure::run_result r;
   r.workload = "gemm fp16 (cuBLASLt)";
   r.options.contexts = 3;
-  r.stop_reason = "converged";
+  r.stop_reason = measure::stop_reason::converged;
   r.converged = true;
   for (int c = 1; c <= 3; ++c) {
     for (int i = 0; i < 4; ++i) {

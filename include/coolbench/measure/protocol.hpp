@@ -161,6 +161,27 @@ struct sample_record {
   bool kept = true;             ///< counted in the result
 };
 
+/// Why a run ended. Set once, where the run ends: the mode returns it, or the
+/// step that cut the run short says it.
+enum class stop_reason : std::uint8_t {
+  converged,  ///< the CI (over contexts, when spread) met rel_ci
+  max_time,   ///< the limits
+  max_samples,
+  profile_time,  ///< profile mode: its time, a steady temperature, the ceiling
+  steady_temperature,
+  ceiling,
+  interrupted,    ///< Ctrl-C (incomplete)
+  gate_timeout,   ///< the GPU did not cool in time (incomplete)
+  invalid_input,  ///< the workload refused what it was given: an unbound model dimension
+  error,          ///< a failure part-way (incomplete)
+  stopped,        ///< no run yet
+};
+
+/// "converged", "max time", "max samples", "profile time", "steady temperature", "ceiling",
+/// "interrupted", "gate time-out", "invalid input", "error", "stopped": the JSON's and the
+/// Python module's spelling.
+[[nodiscard]] std::string to_string(stop_reason reason);
+
 /// What the GPU is, and what else runs on it, recorded before measuring.
 struct run_conditions {
   std::optional<telemetry::gpu_identity> gpu;
@@ -245,10 +266,7 @@ struct run_result {
   /// e.g. that the timer's step is no finer than --rel-ci.
   std::vector<std::string> warnings;
   bool converged = false;  ///< the CI (over contexts, with contexts >= 2) met rel_ci
-  /// "converged", "max time", "max samples", "interrupted", "gate time-out",
-  /// "error" (a failure part-way), "invalid input" (the workload refused
-  /// what it was given: an unbound model dimension), …
-  std::string stop_reason;
+  measure::stop_reason stop_reason = measure::stop_reason::stopped;
   bool complete = true;  ///< false when interrupted or a fatal error cut it short
   std::string error;     ///< what cut it short
 
