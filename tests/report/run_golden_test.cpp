@@ -24,8 +24,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coolbench/report.hpp"
 #include "measure/sim_gpu.hpp"
-#include "report/run_report.hpp"
 
 namespace coolbench::measure {
 namespace {

@@ -35,8 +35,8 @@
 #include "coolbench/device.hpp"
 #include "coolbench/device/json.hpp"
 #include "coolbench/device/probe.hpp"
+#include "coolbench/report.hpp"
 #include "coolbench/telemetry.hpp"
-#include "report/format.hpp"
 
 namespace coolbench::cli {
 using namespace coolbench::report;  // the renderings the commands print and write
