@@ -4,5 +4,8 @@
 #pragma once
 
 #include "coolbench/measure/heater.hpp"    // IWYU pragma: export
+#include "coolbench/measure/options.hpp"   // IWYU pragma: export
 #include "coolbench/measure/protocol.hpp"  // IWYU pragma: export
+#include "coolbench/measure/result.hpp"    // IWYU pragma: export
+#include "coolbench/measure/timing.hpp"    // IWYU pragma: export
 #include "coolbench/measure/workload.hpp"  // IWYU pragma: export

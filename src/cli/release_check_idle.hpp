@@ -20,7 +20,7 @@
 
 #include "coolbench/telemetry/gpu.hpp"
 #include "coolbench/telemetry/sampler.hpp"
-#include "report/release_check_report.hpp"
+#include "coolbench/report/release_check_report.hpp"
 
 namespace coolbench::cli {
 

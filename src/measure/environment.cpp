@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "coolbench/core/clock.hpp"
+#include "coolbench/core/error.hpp"
 #include "coolbench/device/device.hpp"
 #include "coolbench/measure/protocol.hpp"
 #include "coolbench/telemetry/sampler.hpp"
@@ -123,6 +124,16 @@ std::unique_ptr<environment> make_gpu_environment(int ordinal,
 
 std::unique_ptr<environment> make_cpu_environment(std::function<bool()> interrupted) {
   return std::make_unique<host_environment>(std::move(interrupted));
+}
+
+std::string to_string(context_release release) {
+  return release == context_release::reset ? "reset" : "keep";
+}
+
+context_release parse_context_release(const std::string& text) {
+  if (text == "reset") return context_release::reset;
+  if (text == "keep") return context_release::keep;
+  throw invalid_argument("unknown release '" + text + "'; use one of: reset, keep");
 }
 
 }  // namespace coolbench::measure

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -25,10 +26,11 @@
 #include "coolbench/core/version.hpp"
 #include "coolbench/device.hpp"
 #include "coolbench/device/json.hpp"
+#include "coolbench/measure/options.hpp"
 #include "coolbench/measure/protocol.hpp"
 #include "coolbench/measure/workload.hpp"
-#include "report/format.hpp"
-#include "report/run_report.hpp"
+#include "coolbench/report.hpp"
+#include "python/keywords.hpp"
 
 namespace py = pybind11;
 
@@ -93,12 +95,12 @@ class result {
   [[nodiscard]] std::string repr() const {
     std::string text = "<coolbench.Result " + m_r.workload + ": ";
     const auto f = figure_ms();
-    if (!f) return text + "no samples kept, " + m_r.stop_reason + ">";
+    if (!f) return text + "no samples kept, " + to_string(m_r.stop_reason) + ">";
     text += fmt::format("{:.4f} ms", *f);
     if (const auto r = rel_ci()) text += fmt::format(" ±{:.2f}%", 100 * *r);
     if (m_r.contexts)
       text += " over " + std::to_string(m_r.contexts->per_context.size()) + " contexts";
-    return text + ", " + m_r.stop_reason + (m_r.complete ? "" : ", incomplete") + ">";
+    return text + ", " + to_string(m_r.stop_reason) + (m_r.complete ? "" : ", incomplete") + ">";
   }
 
  private:
@@ -150,13 +152,6 @@ struct python_calls {
   }
 };
 
-std::chrono::milliseconds seconds(double s, const char* name) {
-  if (!std::isfinite(s) || s < 0) {
-    throw invalid_argument(std::string(name) + " must be a non-negative number of seconds");
-  }
-  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(s * 1000)));
-}
-
 py::object make_error(const py::object& type, const std::string& message, const result* r) {
   py::object e = type(message);
   if (r != nullptr) e.attr("result") = py::cast(*r);
@@ -179,20 +174,8 @@ struct measure_arguments {
   std::optional<std::string> name;
   std::optional<double> flops;
   std::map<std::string, std::int64_t> dims;
-  std::string mode = "cold";
-  std::string policy = "coolbench";
-  std::optional<std::string> on_throttle;
-  double target_temp = 45;
-  std::optional<double> max_temp;
-  double rel_ci = 0.005;
-  int min_samples = 30;
-  int max_samples = 1000000;
-  double min_time = 1;
-  double max_time = 120;
-  double gate_timeout = 300;
-  double profile_time = 60;
-  std::optional<int> contexts;
-  int context_min_samples = 30;
+  /// The protocol's options given (table names, measure/options.hpp), None ones left out.
+  std::vector<std::pair<std::string, measure::option_value>> protocol;
   int telemetry_period_ms = 20;
   py::object progress;
   bool check = true;
@@ -213,30 +196,15 @@ result run_measure(const measure_arguments& a) {
   const measure::context_release release =
       measure::parse_context_release(a.release.value_or(is_callable ? "keep" : "reset"));
 
-  measure::protocol_options o;
-  o.mode = measure::parse_run_mode(a.mode);
-  o.policy = measure::parse_sampling_policy(a.policy);
-  if (a.on_throttle) o.on_throttle = measure::parse_throttle_action(*a.on_throttle);
-  o.target_temp_c = a.target_temp;
-  o.max_temp_c = a.max_temp;
-  o.rel_ci = a.rel_ci;
-  o.min_samples = a.min_samples;
-  o.max_samples = a.max_samples;
-  o.min_time = seconds(a.min_time, "min_time");
-  o.max_time = seconds(a.max_time, "max_time");
-  o.gate_timeout = seconds(a.gate_timeout, "gate_timeout");
-  o.profile_time = seconds(a.profile_time, "profile_time");
-  o.context_min_samples = a.context_min_samples;
-  const bool spreadable = o.mode == measure::run_mode::cold &&
-                          o.policy == measure::sampling_policy::coolbench &&
-                          release == measure::context_release::reset;
-  if (a.contexts && *a.contexts > 1 && release == measure::context_release::keep) {
-    throw invalid_argument(
-        "contexts above 1 needs release='reset' (a new CUDA context for each): with "
-        "release='keep' the run stays in one context");
+  const bool resets = release == measure::context_release::reset;
+  for (const auto& [name, value] : a.protocol) {
+    if (name == "contexts" && std::get<std::int64_t>(value) > 1 && !resets) {
+      throw invalid_argument(
+          "contexts above 1 needs release='reset' (a new CUDA context for each): with "
+          "release='keep' the run stays in one context");
+    }
   }
-  o.contexts = a.contexts.value_or(spreadable ? measure::default_cold_contexts : 1);
-  measure::validate(o);
+  const measure::protocol_options o = measure::options_from(a.protocol, resets);
 
   python_calls calls;
   calls.progress = a.progress;
@@ -304,9 +272,10 @@ result run_measure(const measure_arguments& a) {
     py::gil_scoped_release no_gil;
     r = measure::measure(*w, *env, o, progress);
   }
-  if (calls.interrupted && r.stop_reason == "error" && r.error == "interrupted") {
+  if (calls.interrupted && r.stop_reason == measure::stop_reason::error &&
+      r.error == "interrupted") {
     // Ctrl-C inside the callable: the run was interrupted, not broken.
-    r.stop_reason = "interrupted";
+    r.stop_reason = measure::stop_reason::interrupted;
     r.error.clear();
   }
   w.reset();
@@ -327,18 +296,18 @@ result run_measure(const measure_arguments& a) {
     }
     throw e;
   }
-  if (calls.interrupted || raw.stop_reason == "interrupted") {
+  if (calls.interrupted || raw.stop_reason == measure::stop_reason::interrupted) {
     raise(make_error(exceptions().interrupted,
                      "coolbench.measure: interrupted; the .result "
                      "attribute holds what was measured",
                      &out));
   }
-  if (raw.stop_reason == "invalid input" && raw.samples.empty()) {
+  if (raw.stop_reason == measure::stop_reason::invalid_input && raw.samples.empty()) {
     throw invalid_argument(raw.error);
   }
   if (a.check && !raw.complete) {
     raise(make_error(exceptions().run_incomplete,
-                     "coolbench.measure: " + raw.stop_reason + ": " + raw.error +
+                     "coolbench.measure: " + to_string(raw.stop_reason) + ": " + raw.error +
                          " (the .result attribute holds what was measured)",
                      &out));
   }
@@ -416,7 +385,8 @@ PYBIND11_MODULE(coolbench, m) {
                              })
       .def_property_readonly("converged", [](const result& r) { return r.raw().converged; })
       .def_property_readonly("complete", [](const result& r) { return r.raw().complete; })
-      .def_property_readonly("stop_reason", [](const result& r) { return r.raw().stop_reason; })
+      .def_property_readonly("stop_reason",
+                             [](const result& r) { return to_string(r.raw().stop_reason); })
       .def_property_readonly("error", [](const result& r) { return r.raw().error; })
       .def_property_readonly("warnings", [](const result& r) { return r.raw().warnings; })
       .def_property_readonly("workload", [](const result& r) { return r.raw().workload; })
@@ -464,11 +434,8 @@ PYBIND11_MODULE(coolbench, m) {
       [](py::object workload, py::object setup, py::object teardown, std::optional<int> device,
          std::uintptr_t stream, std::optional<bool> hold, std::optional<std::string> release,
          std::optional<std::string> name, std::optional<double> flops,
-         std::map<std::string, std::int64_t> dims, std::string mode, std::string policy,
-         std::optional<std::string> on_throttle, double target_temp, std::optional<double> max_temp,
-         double rel_ci, int min_samples, int max_samples, double min_time, double max_time,
-         double gate_timeout, double profile_time, std::optional<int> contexts,
-         int context_min_samples, int telemetry_period_ms, py::object progress, bool check) {
+         std::map<std::string, std::int64_t> dims, int telemetry_period_ms, py::object progress,
+         bool check, const py::kwargs& options) {
         measure_arguments a;
         a.workload = std::move(workload);
         a.setup = std::move(setup);
@@ -480,20 +447,7 @@ PYBIND11_MODULE(coolbench, m) {
         a.name = std::move(name);
         a.flops = flops;
         a.dims = std::move(dims);
-        a.mode = std::move(mode);
-        a.policy = std::move(policy);
-        a.on_throttle = std::move(on_throttle);
-        a.target_temp = target_temp;
-        a.max_temp = max_temp;
-        a.rel_ci = rel_ci;
-        a.min_samples = min_samples;
-        a.max_samples = max_samples;
-        a.min_time = min_time;
-        a.max_time = max_time;
-        a.gate_timeout = gate_timeout;
-        a.profile_time = profile_time;
-        a.contexts = contexts;
-        a.context_min_samples = context_min_samples;
+        a.protocol = protocol_keywords(options);
         a.telemetry_period_ms = telemetry_period_ms;
         a.progress = std::move(progress);
         a.check = check;
@@ -503,30 +457,8 @@ PYBIND11_MODULE(coolbench, m) {
       py::arg("teardown") = py::none(), py::arg("device") = py::none(), py::arg("stream") = 0,
       py::arg("hold") = py::none(), py::arg("release") = py::none(), py::arg("name") = py::none(),
       py::arg("flops") = py::none(), py::arg("dims") = std::map<std::string, std::int64_t>{},
-      py::arg("mode") = "cold", py::arg("policy") = "coolbench",
-      py::arg("on_throttle") = py::none(), py::arg("target_temp") = 45.0,
-      py::arg("max_temp") = py::none(), py::arg("rel_ci") = 0.005, py::arg("min_samples") = 30,
-      py::arg("max_samples") = 1000000, py::arg("min_time") = 1.0, py::arg("max_time") = 120.0,
-      py::arg("gate_timeout") = 300.0, py::arg("profile_time") = 60.0,
-      py::arg("contexts") = py::none(), py::arg("context_min_samples") = 30,
       py::arg("telemetry_period_ms") = 20, py::arg("progress") = py::none(),
-      py::arg("check") = true,
-      R"(Measures one workload under the protocol (docs/measure.md) and returns a Result.
-
-workload: a callable (one inference; on a GPU give device=, and stream= when its work
-  does not go to the legacy default stream; hold=False for one that synchronizes
-  itself), or a name: 'gemm:DTYPE:M:N:K[:COUNT]',
-  'gemm:fp16:gpt2-small', or the path of an .onnx model (CPU backend; dims= binds
-  symbolic input dimensions).
-setup / teardown: callables run before the first run and after each release, and at
-  release (a callable only).
-release: 'keep' (default for a callable: its framework holds the CUDA context, which
-  cannot survive a reset) or 'reset' (the default for a name: the context is reset
-  between bursts and contexts; refused while memory coolbench did not allocate is live).
-The other options are `coolbench run`'s (times in seconds). With check=True a run cut
-short raises RunIncomplete carrying .result; Ctrl-C raises Interrupted carrying .result;
-an exception raised by the callable is raised again as it was.)");
-
+      py::arg("check") = true, measure_doc().c_str());
   m.def(
       "release",
       [](int device, bool force, bool wait) {

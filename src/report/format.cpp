@@ -1,4 +1,4 @@
-#include "report/format.hpp"
+#include "coolbench/report/format.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "report/release_check_report.hpp"
+#include "coolbench/report/release_check_report.hpp"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 
 #include "coolbench/device/json.hpp"
 #include "coolbench/telemetry/clock_reasons.hpp"
-#include "report/format.hpp"
+#include "coolbench/report/format.hpp"
 
 namespace coolbench::report {
 namespace {

@@ -1,27 +1,85 @@
-#include "report/run_report.hpp"
+#include "coolbench/report/run_report.hpp"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
 #include "coolbench/core/version.hpp"
+#include "coolbench/report/format.hpp"
 #include "coolbench/telemetry/clock_reasons.hpp"
-#include "report/format.hpp"
 
 namespace coolbench::report {
 namespace {
 
 using measure::latency_summary;
 using measure::run_result;
-using measure::sample_phase;
+using measure::sample_record;
 
-std::string phase_name(sample_phase p) {
-  switch (p) {
-    case sample_phase::warmup: return "warmup";
-    case sample_phase::measure: return "measure";
-    case sample_phase::soak: return "soak";
-  }
-  return "?";
+template <class T>
+nlohmann::json optional_json(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+template <class T>
+std::string optional_cell(const std::optional<T>& v) {
+  return v ? fmt::format("{}", *v) : "";
+}
+
+/// One column of the CSV and one member of a sample in the JSON: the one list of a sample's
+/// fields, in the CSV's order (docs/run-json.md).
+struct sample_field {
+  const char* name;
+  nlohmann::json (*json)(const sample_record& s);
+  std::string (*csv)(const sample_record& s);
+};
+
+const std::vector<sample_field>& sample_fields() {
+  static const std::vector<sample_field> fields = {
+      {"phase", [](const sample_record& s) -> nlohmann::json { return to_string(s.phase); },
+       [](const sample_record& s) { return to_string(s.phase); }},
+      {"burst", [](const sample_record& s) -> nlohmann::json { return s.burst; },
+       [](const sample_record& s) { return std::to_string(s.burst); }},
+      {"start_ns", [](const sample_record& s) -> nlohmann::json { return s.time.start_ns; },
+       [](const sample_record& s) { return std::to_string(s.time.start_ns); }},
+      {"end_ns", [](const sample_record& s) -> nlohmann::json { return s.time.end_ns; },
+       [](const sample_record& s) { return std::to_string(s.time.end_ns); }},
+      {"latency_ms", [](const sample_record& s) -> nlohmann::json { return s.time.latency_ms; },
+       [](const sample_record& s) { return fmt::format("{:.6f}", s.time.latency_ms); }},
+      {"kept", [](const sample_record& s) -> nlohmann::json { return s.kept; },
+       [](const sample_record& s) { return std::string(s.kept ? "1" : "0"); }},
+      {"throttled", [](const sample_record& s) -> nlohmann::json { return s.throttled; },
+       [](const sample_record& s) { return std::string(s.throttled ? "1" : "0"); }},
+      {"throttle_reason",
+       [](const sample_record& s) -> nlohmann::json { return s.throttle_reason; },
+       [](const sample_record& s) { return fmt::format("\"{}\"", s.throttle_reason); }},
+      {"temp_c",
+       [](const sample_record& s) -> nlohmann::json { return optional_json(s.conditions.temp_c); },
+       [](const sample_record& s) { return optional_cell(s.conditions.temp_c); }},
+      {"sm_clock_mhz",
+       [](const sample_record& s) -> nlohmann::json {
+         return optional_json(s.conditions.sm_clock_mhz);
+       },
+       [](const sample_record& s) { return optional_cell(s.conditions.sm_clock_mhz); }},
+      {"power_w",
+       [](const sample_record& s) -> nlohmann::json { return optional_json(s.conditions.power_w); },
+       [](const sample_record& s) {
+         return s.conditions.power_w ? fmt::format("{:.1f}", *s.conditions.power_w) : "";
+       }},
+      {"clock_reasons",
+       [](const sample_record& s) -> nlohmann::json { return s.conditions.reasons; },
+       [](const sample_record& s) { return std::to_string(s.conditions.reasons); }},
+      {"context", [](const sample_record& s) -> nlohmann::json { return s.context; },
+       [](const sample_record& s) { return std::to_string(s.context); }},
+      {"throttle_counter_moved",
+       [](const sample_record& s) -> nlohmann::json { return s.conditions.throttle_counter_moved; },
+       [](const sample_record& s) {
+         return std::string(s.conditions.throttle_counter_moved ? "1" : "0");
+       }},
+      {"telemetry_samples",
+       [](const sample_record& s) -> nlohmann::json { return s.conditions.telemetry_samples; },
+       [](const sample_record& s) { return std::to_string(s.conditions.telemetry_samples); }},
+  };
+  return fields;
 }
 
 nlohmann::json to_json(const latency_summary& s) {
@@ -29,11 +87,6 @@ nlohmann::json to_json(const latency_summary& s) {
           {"mean_ms", s.mean_ms}, {"min_ms", s.min_ms},
           {"max_ms", s.max_ms},   {"p90_ms", s.p90_ms},
           {"p99_ms", s.p99_ms},   {"cv", s.cv}};
-}
-
-template <class T>
-nlohmann::json optional_json(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
 nlohmann::json options_json(const measure::protocol_options& o) {
@@ -95,22 +148,9 @@ nlohmann::json contexts_json(const std::optional<measure::context_summary>& c) {
 nlohmann::json to_json(const run_result& r) {
   nlohmann::json samples = nlohmann::json::array();
   for (const auto& s : r.samples) {
-    const auto& c = s.conditions;
-    samples.push_back({{"phase", phase_name(s.phase)},
-                       {"burst", s.burst},
-                       {"context", s.context},
-                       {"start_ns", s.time.start_ns},
-                       {"end_ns", s.time.end_ns},
-                       {"latency_ms", s.time.latency_ms},
-                       {"kept", s.kept},
-                       {"throttled", s.throttled},
-                       {"throttle_reason", s.throttle_reason},
-                       {"temp_c", optional_json(c.temp_c)},
-                       {"sm_clock_mhz", optional_json(c.sm_clock_mhz)},
-                       {"power_w", optional_json(c.power_w)},
-                       {"clock_reasons", c.reasons},
-                       {"throttle_counter_moved", c.throttle_counter_moved},
-                       {"telemetry_samples", c.telemetry_samples}});
+    nlohmann::json sample = nlohmann::json::object();
+    for (const auto& field : sample_fields()) sample[field.name] = field.json(s);
+    samples.push_back(std::move(sample));
   }
   nlohmann::json discarded = nlohmann::json::object();
   for (const auto& [reason, n] : r.discarded_by_reason) discarded[reason] = n;
@@ -128,7 +168,7 @@ nlohmann::json to_json(const run_result& r) {
       {"contexts", contexts_json(r.contexts)},
       {"warnings", r.warnings},
       {"converged", r.converged},
-      {"stop_reason", r.stop_reason},
+      {"stop_reason", to_string(r.stop_reason)},
       {"discarded", r.discarded},
       {"discarded_by_reason", discarded},
       {"throttled_kept",
@@ -167,17 +207,17 @@ nlohmann::json to_json(const run_result& r) {
 }
 
 std::string samples_csv(const run_result& r) {
-  std::string out =
-      "phase,burst,start_ns,end_ns,latency_ms,kept,throttled,throttle_reason,temp_c,sm_clock_mhz,"
-      "power_w,clock_reasons,context\n";
+  std::string out;
+  for (const auto& field : sample_fields())
+    out += (out.empty() ? "" : ",") + std::string(field.name);
+  out += "\n";
   for (const auto& s : r.samples) {
-    const auto& c = s.conditions;
-    out += fmt::format("{},{},{},{},{:.6f},{},{},\"{}\",{},{},{},{},{}\n", phase_name(s.phase),
-                       s.burst, s.time.start_ns, s.time.end_ns, s.time.latency_ms, s.kept ? 1 : 0,
-                       s.throttled ? 1 : 0, s.throttle_reason,
-                       c.temp_c ? std::to_string(*c.temp_c) : "",
-                       c.sm_clock_mhz ? std::to_string(*c.sm_clock_mhz) : "",
-                       c.power_w ? fmt::format("{:.1f}", *c.power_w) : "", c.reasons, s.context);
+    bool first = true;
+    for (const auto& field : sample_fields()) {
+      out += (first ? "" : ",") + field.csv(s);
+      first = false;
+    }
+    out += "\n";
   }
   return out;
 }
@@ -284,10 +324,10 @@ std::string format_run_summary(const run_result& r) {
   if (r.energy_per_run_j) out += fmt::format("energy {:.4f} J per run\n", *r.energy_per_run_j);
   if (!r.final_release.empty()) out += fmt::format("at the end, {}\n", r.final_release);
   for (const auto& warning : r.warnings) out += fmt::format("warning: {}\n", warning);
-  out += fmt::format("stopped: {}{}\n", r.stop_reason,
+  out += fmt::format("stopped: {}{}\n", to_string(r.stop_reason),
                      r.converged || !r.complete ? "" : " (the CI did not reach --rel-ci)");
   if (!r.complete)
-    out += fmt::format("INCOMPLETE: {}\n", r.error.empty() ? r.stop_reason : r.error);
+    out += fmt::format("INCOMPLETE: {}\n", r.error.empty() ? to_string(r.stop_reason) : r.error);
   if (r.profile) out += "\n" + profile_markdown(r);
   return out;
 }

@@ -105,7 +105,7 @@ TEST(CallableWorkload, AnErrorInTheCallableEndsTheRunAndKeepsWhatWasMeasured) {
   o.min_samples = 1000;
   const run_result r = measure(*w, *env, o);
   EXPECT_FALSE(r.complete);
-  EXPECT_EQ(r.stop_reason, "error");
+  EXPECT_EQ(to_string(r.stop_reason), "error");
   EXPECT_NE(r.error.find("CUDA out of memory"), std::string::npos) << r.error;
   EXPECT_GT(r.samples.size(), 0U);
 }

@@ -58,8 +58,8 @@ TEST(Protocol, LatencyBoundColdRunConvergesInOneBurst) {
   sim::gpu g({});
   const run_result r = run_sim(g, quick_options());
   EXPECT_TRUE(r.complete) << r.error;
-  EXPECT_TRUE(r.converged) << r.stop_reason;
-  EXPECT_EQ(r.stop_reason, "converged");
+  EXPECT_TRUE(r.converged) << to_string(r.stop_reason);
+  EXPECT_EQ(to_string(r.stop_reason), "converged");
   EXPECT_EQ(r.bursts, 1);
   EXPECT_EQ(r.discarded, 0);
   EXPECT_NEAR(r.summary.median_ms, 0.4, 1e-9);
@@ -224,7 +224,7 @@ TEST(Protocol, GateTimesOutWithAClearMessage) {
   o.gate_timeout = 3s;
   const run_result r = run_sim(g, o);
   EXPECT_FALSE(r.complete);
-  EXPECT_EQ(r.stop_reason, "gate time-out");
+  EXPECT_EQ(to_string(r.stop_reason), "gate time-out");
   EXPECT_NE(r.error.find("--target-temp"), std::string::npos) << r.error;
   EXPECT_GE(r.seconds_gating, 3.0);
 }
@@ -233,7 +233,7 @@ TEST(Protocol, InterruptKeepsWhatWasMeasuredAndReleases) {
   sim::gpu g({});
   const run_result r = run_sim(g, quick_options(), 100);
   EXPECT_FALSE(r.complete);
-  EXPECT_EQ(r.stop_reason, "interrupted");
+  EXPECT_EQ(to_string(r.stop_reason), "interrupted");
   EXPECT_GT(r.summary.count, 0);
   EXPECT_GE(g.device_releases, 2);
   EXPECT_EQ(g.prepares, g.releases);
@@ -249,7 +249,8 @@ TEST(Protocol, StopsAtMaxSamplesWhenTheCiCannotBeMet) {
   const run_result r = run_sim(g, o);
   EXPECT_EQ(r.summary.count, 40);
   // Identical latencies: the CI is a point, so even 1e-9 is met.
-  EXPECT_TRUE(r.stop_reason == "converged" || r.stop_reason == "max samples") << r.stop_reason;
+  EXPECT_TRUE(to_string(r.stop_reason) == "converged" || to_string(r.stop_reason) == "max samples")
+      << to_string(r.stop_reason);
 }
 
 TEST(Protocol, SustainedSoaksThenLabelsThrottledSamples) {
@@ -395,7 +396,7 @@ TEST(Protocol, AGpuThatDisappearsMidRunKeepsWhatWasMeasured) {
   w.fail_run_after = 200;
   const run_result r = measure(w, env, o);
   EXPECT_FALSE(r.complete);
-  EXPECT_EQ(r.stop_reason, "error");
+  EXPECT_EQ(to_string(r.stop_reason), "error");
   EXPECT_NE(r.error.find("fell off the bus"), std::string::npos) << r.error;
   int measured = 0;
   for (const auto& s : r.samples) measured += s.phase == sample_phase::measure && s.kept ? 1 : 0;
@@ -432,7 +433,7 @@ TEST(Protocol, OutOfMemoryOnAReacquireKeepsTheEarlierBursts) {
   w.fail_prepare_at = 3;
   const run_result r = measure(w, env, o);
   EXPECT_FALSE(r.complete);
-  EXPECT_EQ(r.stop_reason, "error");
+  EXPECT_EQ(to_string(r.stop_reason), "error");
   EXPECT_NE(r.error.find("out of memory"), std::string::npos) << r.error;
   EXPECT_EQ(r.bursts, 1);
   EXPECT_GT(r.summary.count, 0);
@@ -448,7 +449,7 @@ TEST(Protocol, AWorkloadThatRefusesItsInputIsTheCallersToFix) {
   w.refuse_prepare = true;
   const run_result r = measure(w, env, quick_options());
   EXPECT_FALSE(r.complete);
-  EXPECT_EQ(r.stop_reason, "invalid input");
+  EXPECT_EQ(to_string(r.stop_reason), "invalid input");
   EXPECT_NE(r.error.find("'batch'"), std::string::npos) << r.error;
   EXPECT_TRUE(r.samples.empty());
   EXPECT_GE(g.device_releases, 2);
@@ -485,7 +486,7 @@ TEST(Protocol, SpreadOverContextsTheFigureIsTheMeanOfTheContextMedians) {
   const run_result fast = run_sim(fast_start, o);
   for (const run_result* r : {&slow, &fast}) {
     ASSERT_TRUE(r->complete) << r->error;
-    EXPECT_TRUE(r->converged) << r->stop_reason;
+    EXPECT_TRUE(r->converged) << to_string(r->stop_reason);
     ASSERT_TRUE(r->contexts);
     const auto& c = *r->contexts;
     // More than asked for: 8 contexts at 2.5% apart leave a CI of about ±1%.
@@ -523,7 +524,7 @@ TEST(Protocol, BurstsCutByTheCapAreContextsAlreadyAndThePooledMedianIsTheFigure)
   sim::gpu g(power_bound_chain());
   const run_result r = run_sim(g, o);
   ASSERT_TRUE(r.complete) << r.error;
-  EXPECT_TRUE(r.converged) << r.stop_reason;
+  EXPECT_TRUE(r.converged) << to_string(r.stop_reason);
   EXPECT_GT(r.bursts, 2);
   // No per-context figure from bursts of a few samples each; the figure is
   // the uncapped latency, as without --contexts.
@@ -573,7 +574,7 @@ TEST(Protocol, AFirstBurstStraightAfterTheFullWarmUpIsNotKept) {
     o.rel_ci = 0.005;
     const run_result r = run_sim(g, o);
     ASSERT_TRUE(r.complete) << r.error;
-    EXPECT_TRUE(r.converged) << r.stop_reason;
+    EXPECT_TRUE(r.converged) << to_string(r.stop_reason);
     EXPECT_GT(r.bursts, 1);
     // Not one capped sample kept: the first burst ran capped from its start.
     EXPECT_NEAR(r.summary.max_ms, 1.37, 1e-9) << contexts << " contexts";
@@ -609,7 +610,7 @@ TEST(Protocol, TooFewContextsBeforeTheLimitAreReported) {
   sim::gpu g(two_context_levels(true));
   const run_result r = run_sim(g, o);
   EXPECT_FALSE(r.converged);
-  EXPECT_EQ(r.stop_reason, "max time");
+  EXPECT_EQ(to_string(r.stop_reason), "max time");
   ASSERT_TRUE(r.contexts);
   EXPECT_LT(static_cast<int>(r.contexts->per_context.size()), 50);
   ASSERT_FALSE(r.warnings.empty());
@@ -645,7 +646,7 @@ TEST(Protocol, AKeptContextIsNeitherReleasedNorSpread) {
   o.rel_ci = 0.005;
   const run_result r = measure(w, env, o);
   ASSERT_TRUE(r.complete) << r.error;
-  EXPECT_TRUE(r.converged) << r.stop_reason;
+  EXPECT_TRUE(r.converged) << to_string(r.stop_reason);
   EXPECT_GT(r.bursts, 2);
   EXPECT_GT(r.discarded, 0);
   EXPECT_NEAR(r.summary.median_ms, 5.0, 0.01);

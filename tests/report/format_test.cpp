@@ -1,6 +1,6 @@
 // The text, CSV and JSON renderings of src/report/format.hpp on hand-built values: a reading
 // without a value shows as n/a, an empty CSV cell or null, and never as 0.
-#include "report/format.hpp"
+#include "coolbench/report.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,9 +2,9 @@
 // block, the hold views (the three listing rules), the release line, the mode results, the
 // closing block and the JSON file. The text is the command's interface (docs/cli/release-check.md
 // shows it); a change here must be one the docs and the users can follow.
-#include "report/release_check_report.hpp"
+#include "coolbench/report/release_check_report.hpp"
 
-#include "report/format.hpp"
+#include "coolbench/report/format.hpp"
 
 #include <gtest/gtest.h>
 

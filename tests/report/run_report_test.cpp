@@ -1,6 +1,6 @@
 // The run's renderings (human summary, JSON, CSV) of a run spread over
 // several contexts, on a hand-built result.
-#include "report/run_report.hpp"
+#include "coolbench/report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@ measure::run_result spread_result() {
   measure::run_result r;
   r.workload = "gemm fp16 (cuBLASLt)";
   r.options.contexts = 3;
-  r.stop_reason = "converged";
+  r.stop_reason = measure::stop_reason::converged;
   r.converged = true;
   for (int c = 1; c <= 3; ++c) {
     for (int i = 0; i < 4; ++i) {
@@ -75,12 +75,13 @@ TEST(RunReport, JsonAndCsvCarryTheContexts) {
   const std::string csv = samples_csv(r);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "phase,burst,start_ns,end_ns,latency_ms,kept,throttled,throttle_reason,temp_c,"
-            "sm_clock_mhz,power_w,clock_reasons,context");
-  // The fifth sample is the second context's first: the line ends in ",2".
+            "sm_clock_mhz,power_w,clock_reasons,context,throttle_counter_moved,telemetry_samples");
+  // The fifth sample is the second context's first: its context column (the 13th) is 2, and
+  // the two columns after it (the same fields as the JSON's) are 0.
   std::size_t line = 0;
   for (int i = 0; i < 5; ++i) line = csv.find('\n', line) + 1;
   const std::string fifth = csv.substr(line, csv.find('\n', line) - line);
-  EXPECT_EQ(fifth.substr(fifth.size() - 2), ",2") << fifth;
+  EXPECT_EQ(fifth.substr(fifth.size() - 6), ",2,0,0") << fifth;
 }
 
 // The H200 profile of a bf16 8192^3 chain: its 1980 MHz bucket held capped

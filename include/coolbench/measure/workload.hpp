@@ -22,17 +22,9 @@
 #include <vector>
 
 #include "coolbench/core/error.hpp"
+#include "coolbench/measure/timing.hpp"
 
 namespace coolbench::measure {
-
-/// One run of a workload.
-struct timing {
-  std::int64_t start_ns = 0;  ///< steady_now_ns() just before the work was issued
-  std::int64_t end_ns = 0;    ///< steady_now_ns() once it was known complete
-  /// The figure the protocol keeps: CUDA-event time on the GPU, host time
-  /// (end - start) on the CPU.
-  double latency_ms = 0;
-};
 
 class workload {
  public:

@@ -12,8 +12,8 @@
 #include "cli/interrupt.hpp"
 #include "coolbench/core/clock.hpp"
 #include "coolbench/core/error.hpp"
+#include "coolbench/report.hpp"
 #include "coolbench/telemetry.hpp"
-#include "report/format.hpp"
 
 namespace coolbench::cli {
 using namespace coolbench::report;  // the renderings the commands print and write

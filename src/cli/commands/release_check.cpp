@@ -27,8 +27,9 @@
 #include "coolbench/core/error.hpp"
 #include "coolbench/device.hpp"
 #include "coolbench/device/probe.hpp"
-#include "report/format.hpp"
-#include "report/release_check_report.hpp"
+#include "coolbench/report.hpp"
+#include "coolbench/report/release_check_report.hpp"
+#include "coolbench/telemetry.hpp"
 
 namespace coolbench::cli {
 namespace {

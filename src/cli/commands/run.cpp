@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,11 +18,11 @@
 #include "cli/exit_codes.hpp"
 #include "cli/help.hpp"
 #include "cli/interrupt.hpp"
-#include "report/format.hpp"
-#include "report/run_report.hpp"
+#include "coolbench/report.hpp"
 #ifdef COOLBENCH_HAVE_ENGINE
 #include "coolbench/engine/model.hpp"
 #endif
+#include "coolbench/measure/options.hpp"
 #include "coolbench/measure/protocol.hpp"
 #include "coolbench/measure/workload.hpp"
 
@@ -34,52 +35,42 @@ struct run_options {
   std::string workload;
   int device = 0;
   std::vector<std::string> dims;
-  std::string mode = "cold";
-  std::string policy = "coolbench";
-  std::string on_throttle;
-  double target_temp_c = 45;
-  double max_temp_c = 0;  // 0: the protocol's default
-  double rel_ci = 0.005;
-  int min_samples = 30;
-  int max_samples = 1000000;
-  double min_time_s = 1;
-  double max_time_s = 120;
-  double gate_timeout_s = 300;
-  double profile_time_s = 60;
+  /// The protocol's options given, as written: table name (measure/options.hpp) → text.
+  std::vector<std::pair<std::string, std::string>> protocol;
   int telemetry_ms = 20;
-  int contexts = 0;  // 0: k_default_contexts in cold mode with the coolbench policy, else 1
-  int context_min_samples = 30;
   std::string json_path;
   std::string csv_path;
   bool quiet = false;
 };
 
-std::chrono::milliseconds seconds(double s) {
-  return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000));
+/// `text` as the kind of value `spec` takes; throws invalid_argument naming the flag.
+measure::option_value parse_value(const measure::option_spec& spec, const std::string& text) {
+  const std::string flag = measure::option_flag(spec.name);
+  if (spec.kind == measure::option_kind::name) return text;
+  char* end = nullptr;
+  errno = 0;
+  if (spec.kind == measure::option_kind::integer) {
+    const long long value = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno != 0) {
+      throw invalid_argument(flag + " takes a whole number; got '" + text + "'");
+    }
+    return static_cast<std::int64_t>(value);
+  }
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno != 0) {
+    throw invalid_argument(flag + " takes a number; got '" + text + "'");
+  }
+  return value;
 }
 
+/// The protocol's options: what the command line gave, the rest the table's defaults (and the
+/// default contexts rule), checked; a message names the flag.
 measure::protocol_options protocol_from(const run_options& o) {
-  measure::protocol_options p;
-  p.mode = measure::parse_run_mode(o.mode);
-  p.policy = measure::parse_sampling_policy(o.policy);
-  if (!o.on_throttle.empty()) p.on_throttle = measure::parse_throttle_action(o.on_throttle);
-  p.target_temp_c = o.target_temp_c;
-  if (o.max_temp_c > 0) p.max_temp_c = o.max_temp_c;
-  p.rel_ci = o.rel_ci;
-  p.min_samples = o.min_samples;
-  p.max_samples = o.max_samples;
-  p.min_time = seconds(o.min_time_s);
-  p.max_time = seconds(o.max_time_s);
-  p.gate_timeout = seconds(o.gate_timeout_s);
-  p.profile_time = seconds(o.profile_time_s);
-  p.contexts =
-      o.contexts > 0 ? o.contexts
-      : p.mode == measure::run_mode::cold && p.policy == measure::sampling_policy::coolbench
-          ? measure::default_cold_contexts
-          : 1;
-  p.context_min_samples = o.context_min_samples;
-  measure::validate(p);
-  return p;
+  std::vector<std::pair<std::string, measure::option_value>> given;
+  for (const auto& [name, text] : o.protocol) {
+    given.emplace_back(name, parse_value(measure::find_option(name), text));
+  }
+  return measure::options_from(given, true, measure::option_flag);
 }
 
 std::map<std::string, std::int64_t> parse_dims(const std::vector<std::string>& dims) {
@@ -184,7 +175,7 @@ int run_run(const run_options& o) {
   // Written whatever happened, marked incomplete when cut short.
   if (!o.json_path.empty()) write_text_atomically(o.json_path, to_json(result).dump(1) + "\n");
   if (!o.csv_path.empty()) write_text_atomically(o.csv_path, samples_csv(result));
-  if (result.stop_reason == "invalid input" && result.samples.empty()) {
+  if (result.stop_reason == measure::stop_reason::invalid_input && result.samples.empty()) {
     // Nothing was measured: a usage error, said in one line.
     std::fflush(stdout);
     fmt::print(stderr, "coolbench run: {}. Run 'coolbench run --help'.\n", result.error);
@@ -192,8 +183,8 @@ int run_run(const run_options& o) {
   }
   fmt::print("{}", format_run_summary(result));
   if (result.complete) return exit_ok;
-  if (result.stop_reason == "interrupted") return exit_interrupted;
-  if (result.stop_reason == "gate time-out") return exit_timeout;
+  if (result.stop_reason == measure::stop_reason::interrupted) return exit_interrupted;
+  if (result.stop_reason == measure::stop_reason::gate_timeout) return exit_timeout;
   return exit_error;
 }
 
@@ -209,32 +200,18 @@ command add_run_command(CLI::App& parent) {
                   "or gemm:DTYPE:gpt2-small (docs/measure.md)");
   add_device_option(*app, o->device);
   app->add_option("--dim", o->dims, "Bind a symbolic input dimension: NAME=VALUE (repeatable)");
-  app->add_option("--mode", o->mode, "cold, sustained or profile")
-      ->check(CLI::IsMember({"cold", "sustained", "profile"}));
-  app->add_option("--policy", o->policy, "coolbench, naive, fixed-sleep or clock-discard")
-      ->check(CLI::IsMember({"coolbench", "naive", "fixed-sleep", "clock-discard"}));
-  app->add_option("--on-throttle", o->on_throttle, "discard or label")
-      ->check(CLI::IsMember({"discard", "label"}));
-  app->add_option("--target-temp", o->target_temp_c, "Cool to this before measuring (C)")
-      ->check(CLI::Range(10.0, 100.0));
-  app->add_option("--max-temp", o->max_temp_c, "Pause above this (C)")
-      ->check(CLI::Range(10.0, 110.0));
-  app->add_option("--rel-ci", o->rel_ci, "Stop when the median's CI half-width is within this")
-      ->check(CLI::Range(1e-6, 0.5));
-  app->add_option("--min-samples", o->min_samples)->check(CLI::Range(1, 100000000));
-  app->add_option("--max-samples", o->max_samples)->check(CLI::Range(1, 100000000));
-  app->add_option("--min-time", o->min_time_s, "Seconds")->check(CLI::Range(0.0, 86400.0));
-  app->add_option("--max-time", o->max_time_s, "Seconds")->check(CLI::Range(0.001, 86400.0));
-  app->add_option("--gate-timeout", o->gate_timeout_s, "Seconds")->check(CLI::Range(0.1, 86400.0));
-  app->add_option("--profile-time", o->profile_time_s, "Seconds")->check(CLI::Range(1.0, 86400.0));
+  // The protocol's options, from their table (measure/options.hpp).
+  for (const auto& spec : measure::option_table()) {
+    std::string help(spec.help);
+    if (!spec.unit.empty()) help += " (" + std::string(spec.unit) + ")";
+    app->add_option_function<std::string>(
+        measure::option_flag(spec.name),
+        [o, name = std::string(spec.name)](const std::string& text) {
+          o->protocol.emplace_back(name, text);
+        },
+        help);
+  }
   app->add_option("--telemetry-period", o->telemetry_ms, "ms")->check(CLI::Range(1, 1000));
-  app->add_option("--contexts", o->contexts,
-                  "Spread a cold run over at least N CUDA contexts (default 5 in cold mode with "
-                  "the coolbench policy, else 1)")
-      ->check(CLI::Range(1, 10000));
-  app->add_option("--context-min-samples", o->context_min_samples,
-                  "Kept samples a context needs to count")
-      ->check(CLI::Range(1, 100000000));
   app->add_option("--json", o->json_path, "Write the whole run as JSON (docs/run-json.md)");
   app->add_option("--csv", o->csv_path, "Write every sample as CSV");
   app->add_flag("--quiet", o->quiet, "Print only the summary");

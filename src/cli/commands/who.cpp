@@ -8,8 +8,8 @@
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/help.hpp"
+#include "coolbench/report.hpp"
 #include "coolbench/telemetry.hpp"
-#include "report/format.hpp"
 
 namespace coolbench::cli {
 using namespace coolbench::report;  // the renderings the commands print and write

@@ -1,6 +1,6 @@
 // COOLBENCH_CUBLAS_CALL(cublasLtCreate(&h)) throws cuda_error naming the call,
 // cuBLAS's status and where: the cuBLAS member of the family of
-// COOLBENCH_CUDA_CALL (device/detail/cuda_check.hpp), on the same checker.
+// COOLBENCH_CUDA_CALL (cuda_check.hpp), on the same checker.
 #pragma once
 
 #include <cublasLt.h>

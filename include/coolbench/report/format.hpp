@@ -1,5 +1,6 @@
-// Text, CSV and JSON renderings of telemetry for the commands. Pure functions
-// of their inputs, so tests can check them without a GPU.
+/// @file
+/// Text, CSV and JSON renderings of telemetry for the commands. Pure functions
+/// of their inputs, so tests can check them without a GPU.
 #pragma once
 
 #include <string>

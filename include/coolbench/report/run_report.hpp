@@ -1,12 +1,14 @@
-// What `coolbench run` prints and writes: the human summary, the JSON
-// document (schema in docs/run-json.md) and the CSV of samples.
+/// @file
+/// What `coolbench run` prints and writes: the human summary, the JSON
+/// document (schema in docs/run-json.md) and the CSV of samples, made from a
+/// run's records (coolbench/measure/result.hpp) alone.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
 
 #include <string>
 
-#include "coolbench/measure/protocol.hpp"
+#include "coolbench/measure/result.hpp"
 
 namespace coolbench::report {
 

@@ -1,0 +1,202 @@
+// One run of the protocol (docs/measure.md): the state its steps share, and the steps, each in
+// its own file. A mode reads as the protocol: gate → warm-up → bursts of samples → stop; the
+// summary follows (protocol.cpp).
+//
+//   sample_log.cpp    the samples and which of them count (the one place a sample is kept)
+//   sample.cpp        one sample: run it, join its telemetry, say whether it was throttled
+//   gate.cpp          release the GPU, wait until it is cool and unthrottled, re-acquire
+//   warmup.cpp        warm up until the latency settles; the short re-warm after a gate
+//   state_change.cpp  the telemetry says the GPU's state changed during a burst
+//   stopping.cpp      the limits and the confidence interval; the contexts' share
+//   modes/*.cpp       cold, sustained, profile, and the baselines
+//   summarize.cpp     the figures, in one pass over the samples; energy.cpp the energy
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coolbench/measure/protocol.hpp"
+#include "coolbench/telemetry/clock_reasons.hpp"
+
+namespace coolbench::measure::detail {
+
+inline constexpr std::int64_t k_ns_per_ms = 1'000'000;
+
+[[nodiscard]] inline std::int64_t to_ns(std::chrono::milliseconds d) {
+  return d.count() * k_ns_per_ms;
+}
+[[nodiscard]] double seconds_between(std::int64_t from_ns, std::int64_t to_ns);
+/// "45 C".
+[[nodiscard]] std::string format_c(double c);
+
+/// The run ends early for a reason the result reports (Ctrl-C, the gate's time-out): thrown
+/// by a step, caught where the run ends.
+struct stop_run {
+  stop_reason reason;
+  std::string error;
+};
+
+/// The samples of a run, in order, and which of them count. Whether a sample is kept is its
+/// `kept` field alone; the counts follow it, changed only here.
+class sample_log {
+ public:
+  /// Appends `s` (counted when s.kept) and returns its index.
+  std::size_t add(sample_record s);
+  /// Takes sample `i` out of the result after the fact, labelling it throttled with `reason`
+  /// unless it was already.
+  void discard(std::size_t i, const std::string& reason);
+  /// Labels sample `i` throttled with `reason` (unless it was already), keeping it.
+  void label(std::size_t i, const std::string& reason);
+
+  [[nodiscard]] const sample_record& operator[](std::size_t i) const { return m_samples[i]; }
+  [[nodiscard]] std::size_t size() const { return m_samples.size(); }
+  [[nodiscard]] bool empty() const { return m_samples.empty(); }
+  [[nodiscard]] const sample_record& back() const { return m_samples.back(); }
+  [[nodiscard]] const std::vector<sample_record>& all() const { return m_samples; }
+  [[nodiscard]] std::vector<sample_record> release() && { return std::move(m_samples); }
+
+  [[nodiscard]] int kept() const { return m_kept; }
+  [[nodiscard]] int kept_in(int context) const;
+  /// Contexts with a kept sample, and how many each has, in order.
+  [[nodiscard]] const std::map<int, int>& kept_by_context() const { return m_kept_by_context; }
+  [[nodiscard]] std::vector<double> kept_latencies() const;
+  [[nodiscard]] std::vector<double> kept_latencies_in(int context) const;
+
+ private:
+  void count(const sample_record& s, int delta);
+
+  std::vector<sample_record> m_samples;
+  int m_kept = 0;
+  std::map<int, int> m_kept_by_context;
+};
+
+/// What the steps of one run share.
+struct run_state {
+  run_state(workload& w, environment& env, const protocol_options& options,
+            const progress_fn& progress);
+
+  workload& w;
+  environment& env;
+  const protocol_options& o;
+  const progress_fn& progress;
+
+  run_result r;  ///< conditions, counters and warnings; the samples live in `samples`
+  sample_log samples;
+
+  // Settled before the first sample (protocol.cpp).
+  throttle_action action = throttle_action::discard;  ///< the policy's, with its default
+  double max_temp = 80;                               ///< the ceiling
+  std::optional<unsigned> max_clock;                  ///< MHz, when the GPU says
+
+  std::int64_t start_ns = 0;
+  std::int64_t measure_start_ns = 0;
+
+  struct context_state {
+    int current = 0;          ///< the context samples are taken in now
+    bool next_is_new = true;  ///< a release happened: the next sample starts a context
+    /// A burst ended because the GPU's state changed: see bursts_end_by_state_change().
+    bool bursts_end_by_state = false;
+  } contexts;
+
+  /// The confidence intervals cost a sort: they are looked at on a growing stride.
+  struct check_stride {
+    int all = 0;      ///< kept samples at which the run's CI is looked at next
+    int context = 0;  ///< the same for the current context's CI
+  } next_check;
+
+  bool warmed_in_full = false;  ///< the last gate was followed by a full warm-up
+
+  /// The reason time counters last seen, for the samples' conditions and for the burst's
+  /// state-change watch.
+  std::optional<telemetry::clock_reason_counters> sample_counters;
+  std::optional<telemetry::clock_reason_counters> burst_counters;
+
+  [[nodiscard]] std::int64_t now() const { return env.now_ns(); }
+  /// A progress line.
+  void say(const std::string& line) const;
+  /// A warning kept in the result and said.
+  void warn(std::string warning);
+};
+
+// sample.cpp
+[[nodiscard]] bool counters_moved(const telemetry::clock_reason_counters& before,
+                                  const telemetry::clock_reason_counters& after);
+/// Why these conditions count as throttled under `clock_fraction`, or empty.
+[[nodiscard]] std::string throttle_reason(const run_state& run, const sample_conditions& c,
+                                          double clock_fraction);
+/// nvbench's rule alone: the SM clock below discard_clock_fraction of the maximum, or empty.
+[[nodiscard]] std::string clock_discard_reason(const run_state& run, const sample_conditions& c);
+/// Runs the workload once and logs the sample; returns its index. Throws stop_run on Ctrl-C.
+std::size_t take(run_state& run, sample_phase phase, int burst = 0);
+/// A sample telemetry showed throttled after the fact: discarded or labelled, by the policy.
+void throttled_after_the_fact(run_state& run, std::size_t i, const std::string& reason);
+
+// gate.cpp
+[[nodiscard]] std::optional<int> temperature(run_state& run);
+/// The workload's resources, then the device (a context reset); nothing when the context is
+/// kept.
+void release_everything(run_state& run);
+/// Sleeps until sensor_lag has passed since the last sample ended.
+void wait_out_sensor_lag(run_state& run);
+/// Releases the device (unless `already_released`), waits until the GPU is at or below the
+/// target and reports no throttling, and re-acquires the workload.
+void gate(run_state& run, bool already_released = false);
+/// Whether the GPU is above the ceiling.
+[[nodiscard]] bool over_ceiling(run_state& run);
+/// Ceiling crossed: release, cool to the target, re-acquire, re-warm.
+void pause_for_ceiling(run_state& run);
+
+// warmup.cpp
+enum class warmup_end : std::uint8_t { settled, time_limit, throttled };
+/// Runs until the median of the last window settles and the SM clock is at its maximum;
+/// with `stop_at_throttle`, until a throttle reason shows (`why` says which).
+warmup_end warm_up(run_state& run, bool stop_at_throttle = false, std::string* why = nullptr);
+/// rewarm_runs runs, after a gate.
+void rewarm(run_state& run);
+/// After a gate: a full warm-up (stopped at the cap, which gates again and re-warms: a
+/// power-bound chain spends its cold state warming), or the short re-warm.
+void warm_up_after_gate(run_state& run, bool full);
+
+// state_change.cpp
+/// Looks at the telemetry read since the burst (which began at sample `first`) started; on a
+/// change, marks the samples it may have touched and returns what changed, else empty.
+[[nodiscard]] std::string state_change_since(run_state& run, std::int64_t burst_start,
+                                             std::size_t first);
+/// From here on every burst ends with a release anyway: see the definition.
+void bursts_end_by_state_change(run_state& run);
+/// Discards the first burst when it came straight after the full warm-up.
+void drop_a_first_burst_after_the_full_warmup(run_state& run, std::size_t first);
+
+// stopping.cpp
+/// Whether the run is spread over contexts (protocol_options::contexts).
+[[nodiscard]] bool spread_over_contexts(const run_state& run);
+/// Why the run should stop now, if it should: a limit, or the CI met. Spread over contexts,
+/// the CI is looked at only at the end of a context (`at_context_end`).
+[[nodiscard]] std::optional<stop_reason> should_stop(run_state& run, bool at_context_end = false);
+/// Whether the current context has its share (context_min_samples kept, its CI met).
+[[nodiscard]] bool context_done(run_state& run);
+/// The contexts with at least context_min_samples kept samples, in order.
+[[nodiscard]] std::vector<context_figure> context_figures(const run_state& run);
+[[nodiscard]] std::vector<double> medians_of(const std::vector<context_figure>& figures);
+
+// modes/*.cpp: each returns why it stopped.
+[[nodiscard]] stop_reason run_cold(run_state& run);
+[[nodiscard]] stop_reason run_sustained(run_state& run);
+[[nodiscard]] stop_reason run_profile(run_state& run);
+[[nodiscard]] stop_reason run_baseline(run_state& run);
+/// A host workload: no GPU state to gate on.
+[[nodiscard]] stop_reason run_host(run_state& run);
+/// Whether the temperature moved at most soak_steady_c over the last soak_window.
+[[nodiscard]] bool steady(run_state& run, std::int64_t since);
+
+// summarize.cpp, energy.cpp, modes/profile.cpp
+/// The run's figures from its samples, in one pass; then energy and the profile tables.
+void summarize(run_state& run);
+[[nodiscard]] std::optional<double> energy_per_run(run_state& run);
+[[nodiscard]] latency_summary summarize_latencies(const std::vector<double>& values);
+
+}  // namespace coolbench::measure::detail

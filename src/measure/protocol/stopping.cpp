@@ -1,0 +1,85 @@
+// When a run stops: a limit (samples, time), or the confidence interval of its figure within
+// rel_ci — the median's, or, spread over contexts, that of the mean of the contexts' medians.
+#include <algorithm>
+
+#include "coolbench/stats.hpp"
+#include "measure/protocol/run.hpp"
+
+namespace coolbench::measure::detail {
+namespace {
+
+/// Whether the order-statistic CI of these samples' median is within rel_ci.
+bool median_ci_within_rel_ci(const run_state& run, const std::vector<double>& kept) {
+  try {
+    const stats::median_interval ci = stats::median_ci_order_statistic(kept, run.o.ci_level);
+    const double median = stats::median(kept);
+    return median > 0 && (ci.upper - ci.lower) / 2 <= run.o.rel_ci * median;
+  } catch (const invalid_argument&) {
+    return false;  // too few samples for the level yet
+  }
+}
+
+bool contexts_ci_met(const run_state& run, const std::vector<context_figure>& figures) {
+  if (figures.size() < 2) return false;
+  const stats::mean_interval ci = stats::mean_ci_student_t(medians_of(figures), run.o.ci_level);
+  return ci.mean > 0 && (ci.upper - ci.lower) / 2 <= run.o.rel_ci * ci.mean;
+}
+
+/// Whether the look at a CI is due at `n` kept samples; moves the stride on when it is.
+bool due(int& next, int n) {
+  if (n < next) return false;
+  next = n + std::max(1, n / 20);
+  return true;
+}
+
+}  // namespace
+
+bool spread_over_contexts(const run_state& run) {
+  const protocol_options& o = run.o;
+  return o.contexts > 1 && o.policy == sampling_policy::coolbench && o.mode == run_mode::cold &&
+         run.r.conditions.gpu.has_value() && run.env.resets_context() &&
+         !run.contexts.bursts_end_by_state;
+}
+
+std::optional<stop_reason> should_stop(run_state& run, bool at_context_end) {
+  const protocol_options& o = run.o;
+  const int n = run.samples.kept();
+  const std::int64_t now = run.now();
+  if (n >= o.max_samples) return stop_reason::max_samples;
+  if (now - run.start_ns >= to_ns(o.max_time)) return stop_reason::max_time;
+  if (n < o.min_samples || now - run.measure_start_ns < to_ns(o.min_time)) return std::nullopt;
+  if (spread_over_contexts(run)) {
+    if (!at_context_end) return std::nullopt;
+    const auto figures = context_figures(run);
+    if (static_cast<int>(figures.size()) < o.contexts) return std::nullopt;
+    if (contexts_ci_met(run, figures)) return stop_reason::converged;
+    return std::nullopt;
+  }
+  if (!due(run.next_check.all, n)) return std::nullopt;
+  if (median_ci_within_rel_ci(run, run.samples.kept_latencies())) return stop_reason::converged;
+  return std::nullopt;
+}
+
+bool context_done(run_state& run) {
+  const int n = run.samples.kept_in(run.contexts.current);
+  if (n == 0 || n < run.o.context_min_samples || !due(run.next_check.context, n)) return false;
+  return median_ci_within_rel_ci(run, run.samples.kept_latencies_in(run.contexts.current));
+}
+
+std::vector<context_figure> context_figures(const run_state& run) {
+  std::vector<context_figure> out;
+  for (const auto& [context, kept] : run.samples.kept_by_context()) {
+    if (kept < run.o.context_min_samples) continue;
+    out.push_back({context, kept, stats::median(run.samples.kept_latencies_in(context))});
+  }
+  return out;
+}
+
+std::vector<double> medians_of(const std::vector<context_figure>& figures) {
+  std::vector<double> medians;
+  medians.reserve(figures.size());
+  for (const auto& f : figures) medians.push_back(f.median_ms);
+  return medians;
+}
+
+}  // namespace coolbench::measure::detail
