@@ -168,7 +168,10 @@ def coolbench_survives(case):
     import coolbench
 
     def gemm():
-        r = coolbench.measure("gemm:fp16:128:128:128:1", device=0, max_time=10.0, rel_ci=0.05)
+        # The context is kept: the other runtime may have made a new one since
+        # (and loaded kernels into it), which coolbench must not reset.
+        r = coolbench.measure("gemm:fp16:128:128:128:1", device=0, release="keep",
+                              max_time=10.0, rel_ci=0.05)
         return {"complete": r.complete, "figure_ms": r.figure_ms, "final_release": r.final_release}
     case.step("coolbench measures a GEMM afterwards", gemm)
 
