@@ -3,6 +3,7 @@
 // out are unique fake addresses that must never be dereferenced.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -107,7 +108,7 @@ class fake_gpu_api final : public detail::gpu_api {
     std::uint64_t used = 0;
     for (const auto& [p, size] : m_allocations) used += size;
     if (used + bytes > capacity_bytes) return nullptr;
-    void* pointer = next_address();
+    void* pointer = next_address(bytes);
     m_allocations[pointer] = bytes;
     return pointer;
   }
@@ -200,9 +201,11 @@ class fake_gpu_api final : public detail::gpu_api {
   void require_context(int ordinal) {
     if (!m_context[ordinal]) throw std::logic_error("fake GPU: call without a context");
   }
-  void* next_address() {
-    m_next += 0x1000;
-    return reinterpret_cast<void*>(m_next);  // NOLINT: a fake address, never dereferenced
+  /// A fresh address range of `bytes` (at least 4 KiB), as the driver's would not overlap.
+  void* next_address(std::size_t bytes = 0x1000) {
+    const std::uintptr_t address = m_next;
+    m_next += (std::max<std::size_t>(bytes, 0x1000) + 0xfff) & ~std::uintptr_t{0xfff};
+    return reinterpret_cast<void*>(address);  // NOLINT: a fake address, never dereferenced
   }
 
   mutable std::mutex m_mutex;
