@@ -25,9 +25,12 @@ std::string_view to_string(resource_kind kind) noexcept {
 
 lease::lease(std::shared_ptr<device_state> state) : m_state(std::move(state)) {
   std::lock_guard lock(m_state->mutex);
+  const bool created = !m_state->context_active;
   m_state->ensure_context();
   if (++m_state->leases == 1) {
-    m_state->lease_start_bytes = m_state->api->process_memory_bytes(m_state->ordinal);
+    m_state->lease_start_bytes = created && m_state->own_context_bytes
+                                     ? m_state->own_context_bytes
+                                     : m_state->settled_process_bytes();
   }
   ++m_state->leases_by_thread[std::this_thread::get_id()];
   m_generation = m_state->generation.load();
@@ -161,8 +164,7 @@ lease device::acquire() { return lease(m_state); }
 
 void device::empty_cache() {
   std::lock_guard lock(m_state->mutex);
-  const auto before =
-      m_state->context_active ? m_state->api->process_memory_bytes(m_state->ordinal) : std::nullopt;
+  const auto before = m_state->context_active ? m_state->settled_process_bytes() : std::nullopt;
   m_state->allocator.empty_cache();
   m_state->count_own_change(before);
 }

@@ -78,6 +78,20 @@ struct device_state {
   std::map<std::uint64_t, adopted_resource> adopted;
   std::uint64_t next_adopted_id = 1;
 
+  /// NVML's figure for this process once it holds still (read again after
+  /// the settle time until two reads agree, at most ten times).
+  [[nodiscard]] std::optional<std::uint64_t> settled_process_bytes() const {
+    auto figure = api->process_memory_bytes(ordinal);
+    const auto wait = api->nvml_settle_time();
+    for (int i = 0; figure && wait.count() > 0 && i < 10; ++i) {
+      std::this_thread::sleep_for(wait);
+      const auto again = api->process_memory_bytes(ordinal);
+      if (again == figure) break;
+      figure = again;
+    }
+    return figure;
+  }
+
   /// Creates the context when coolbench has none and re-applies attributes.
   /// Call with `mutex` held.
   void ensure_context() {
@@ -85,9 +99,9 @@ struct device_state {
     const bool existed = api->context_active(ordinal);
     api->create_context(ordinal);
     context_by_coolbench = !existed;
-    own_context_bytes = existed ? std::nullopt : api->process_memory_bytes(ordinal);
+    own_context_bytes = existed ? std::nullopt : settled_process_bytes();
     // A lease that outlived a release counts from the new context on.
-    if (leases > 0) lease_start_bytes = api->process_memory_bytes(ordinal);
+    if (leases > 0) lease_start_bytes = existed ? settled_process_bytes() : own_context_bytes;
     for (const auto& a : attributes)
       api->set_kernel_attribute(ordinal, a.kernel, a.attribute, a.value);
     context_active = true;
@@ -97,7 +111,7 @@ struct device_state {
   /// Call with `mutex` held.
   void count_own_change(std::optional<std::uint64_t> before) {
     if (!before) return;
-    const auto now = api->process_memory_bytes(ordinal);
+    const auto now = settled_process_bytes();
     if (!now) return;
     own_bytes = std::max<std::int64_t>(
         0, own_bytes + static_cast<std::int64_t>(*now) - static_cast<std::int64_t>(*before));

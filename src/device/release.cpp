@@ -16,7 +16,8 @@ detail::foreign_verdict check_foreign_state(device_state& s, bool force) {
   detail::foreign_inputs in;
   in.ordinal = s.ordinal;
   in.force = force;
-  const auto reading = s.api->process_memory(s.ordinal);
+  auto reading = s.api->process_memory(s.ordinal);
+  if (reading.bytes) reading.bytes = s.settled_process_bytes();
   in.process_bytes = reading.bytes;
   in.nvml_unavailable = reading.why_not;
   in.context_by_coolbench = s.context_active && s.context_by_coolbench;

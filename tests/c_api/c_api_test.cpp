@@ -76,6 +76,7 @@ class scripted_api final : public device::detail::gpu_api {
     return fake.measure_bare_context(ordinal, key);
   }
   std::vector<std::string> cuda_libraries() override { return fake.cuda_libraries(); }
+  std::chrono::milliseconds nvml_settle_time() override { return fake.nvml_settle_time(); }
 };
 
 // Installed before the first device::get of the process, as use_gpu_api_for_testing requires.

@@ -192,6 +192,7 @@ class fake_gpu_api final : public detail::gpu_api {
     const std::uint64_t b = context_baseline_bytes;
     return {b, b, b, b, probe_granularity, "2026-12-04T10:00:00Z", "scripted probe"};
   }
+  std::chrono::milliseconds nvml_settle_time() override { return std::chrono::milliseconds(0); }
   std::vector<std::string> cuda_libraries() override {
     std::lock_guard lock(m_mutex);
     return loaded_cuda_libraries;

@@ -3,6 +3,7 @@
 // the tests, so the lease, registry and release logic run in CI without a GPU.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -71,6 +72,11 @@ class gpu_api {
   [[nodiscard]] virtual std::vector<std::string> cuda_libraries();
   /// The module loading mode the driver applies here: "EAGER" or "LAZY".
   [[nodiscard]] virtual std::string module_loading();
+  /// How long NVML's figure must hold still to count as settled: a change
+  /// can reach it a little after the call that caused it.
+  [[nodiscard]] virtual std::chrono::milliseconds nvml_settle_time() {
+    return std::chrono::milliseconds(5);
+  }
 };
 
 /// The implementation over the CUDA runtime, or one that reports "no CUDA"
