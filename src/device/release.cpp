@@ -17,7 +17,10 @@ detail::foreign_verdict check_foreign_state(device_state& s, bool force) {
   in.ordinal = s.ordinal;
   in.force = force;
   auto reading = s.api->process_memory(s.ordinal);
-  if (reading.bytes) reading.bytes = s.settled_process_bytes();
+  if (reading.bytes) {
+    reading.bytes = s.settled_process_bytes();
+    if (!reading.bytes) reading.why_not = "NVML stopped listing this process's memory";
+  }
   in.process_bytes = reading.bytes;
   in.nvml_unavailable = reading.why_not;
   in.context_by_coolbench = s.context_active && s.context_by_coolbench;
