@@ -52,6 +52,34 @@ detail::foreign_verdict check_foreign_state(device_state& s, bool force) {
   return detail::check_foreign(in);
 }
 
+/// Destroys every registered resource, users before memory, and counts them
+/// in the report. Call with the mutex held.
+void destroy_registered(device_state& s, release_report& report) {
+  for (auto& [id, resource] : s.adopted) {
+    try {
+      resource.destroy();
+    } catch (const std::exception& e) {
+      log_error("destroying an adopted resource during release", e);
+    }
+    ++report.destroyed[index(resource.kind)];
+  }
+  s.adopted.clear();
+  for (CUevent_st* event : s.events) s.api->destroy_event(s.ordinal, event);
+  report.destroyed[index(resource_kind::event)] = s.events.size();
+  s.events.clear();
+  if (s.stream != nullptr) {
+    s.api->destroy_stream(s.ordinal, s.stream);
+    report.destroyed[index(resource_kind::stream)] = 1;
+    s.stream = nullptr;
+  }
+  report.destroyed[index(resource_kind::kernel_attribute)] =
+      s.attributes.size();  // re-applied later
+  const auto freed = s.allocator.free_all();
+  report.bytes_freed = freed.bytes;
+  report.live_bytes_freed = freed.live_bytes;
+  report.destroyed[index(resource_kind::allocation)] = freed.blocks;
+}
+
 }  // namespace
 
 release_report device::release(const release_options& options) {
@@ -114,29 +142,7 @@ release_report device::release(const release_options& options) {
   }
 
   // 5. Destroy what is registered, users before memory.
-  for (auto& [id, resource] : s.adopted) {
-    try {
-      resource.destroy();
-    } catch (const std::exception& e) {
-      log_error("destroying an adopted resource during release", e);
-    }
-    ++report.destroyed[index(resource.kind)];
-  }
-  s.adopted.clear();
-  for (CUevent_st* event : s.events) s.api->destroy_event(s.ordinal, event);
-  report.destroyed[index(resource_kind::event)] = s.events.size();
-  s.events.clear();
-  if (s.stream != nullptr) {
-    s.api->destroy_stream(s.ordinal, s.stream);
-    report.destroyed[index(resource_kind::stream)] = 1;
-    s.stream = nullptr;
-  }
-  report.destroyed[index(resource_kind::kernel_attribute)] =
-      s.attributes.size();  // re-applied later
-  const auto freed = s.allocator.free_all();
-  report.bytes_freed = freed.bytes;
-  report.live_bytes_freed = freed.live_bytes;
-  report.destroyed[index(resource_kind::allocation)] = freed.blocks;
+  destroy_registered(s, report);
 
   // 6. Reset the primary context; every handle of this generation is stale.
   s.api->reset(s.ordinal);
