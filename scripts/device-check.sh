@@ -4,7 +4,7 @@
 # release cycles, the commands and the benchmarks; logs go under $OUT.
 #   scripts/device-check.sh [STEPS...]   steps: tests sanitizer engine-sanitizer commands
 #                                         release-check release-bench telemetry-bench
-#                                         thermal-latency thermal-power contexts
+#                                         thermal-latency thermal-power contexts foreign
 #                                         (default: the first six)
 # The thermal steps are bench/thermal_invariance.py on one workload each,
 # sized for one 10-minute call; results.jsonl grows run by run, so a call cut
@@ -94,6 +94,19 @@ if want engine-sanitizer && [[ -x build/tests/engine/cuda_parity_test ]]; then
     done
   done
   grep -E "RACECHECK SUMMARY|ERROR SUMMARY|LEAK SUMMARY" "$log" | tail -8
+fi
+if want foreign; then
+  # The foreign-state check against CuPy and PyTorch, with its evidence
+  # (docs/perf/release.md, "Foreign runtimes"): the cases' steps land in
+  # foreign-cases.jsonl, the probe's and the runtimes' figures in
+  # foreign-figures.jsonl, the bare-context cache in context-baseline.json.
+  rm -f "$out/foreign-cases.jsonl"
+  COOLBENCH_EVIDENCE_DIR="$out" PYTHONPATH="$PWD/build/python" \
+    COOLBENCH_SHARED_LIBRARY="$PWD/build/lib/libcoolbench.so" \
+    python3 -m pytest -q -rA -p no:cacheprovider tests/python/test_release_foreign.py 2>&1 |
+    tee "$out/foreign-tests.txt" | tail -12
+  python3 tests/gpu/foreign_runtime_figures.py --build build --out "$out" >"$out/foreign-figures.txt" 2>&1
+  cp "${XDG_CACHE_HOME:-$HOME/.cache}/coolbench/context-baseline.json" "$out/" 2>/dev/null
 fi
 if want telemetry-bench; then
   build/bench/telemetry_overhead 10 6 2>&1 | tee "$out/telemetry_overhead.md"

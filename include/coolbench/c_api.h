@@ -76,8 +76,13 @@ enum coolbench_result {
  * on. The next user (coolbench or another runtime) gets a fresh context.
  *
  * Refused (#COOLBENCH_REFUSED, nothing changed) while a coolbench lease is held
- * in another thread, or while device memory coolbench did not allocate is live
- * in this process, unless the flags allow it.
+ * in another thread, or while another runtime's device memory (its allocations,
+ * or the code of kernels it loaded) is live in this process, unless the flags
+ * allow it: NVML's figure for the process, less the bare context (measured by
+ * coolbench-context-probe, cached per GPU, driver and CUDA version) and
+ * coolbench's own share, must stay under half of NVML's 2 MiB step. The report
+ * says what was seen ("foreign_state", "process_bytes", "baseline_bytes",
+ * "baseline_source", "dangling"; docs/c_api.md).
  *
  * @param device      CUDA ordinal of the GPU.
  * @param flags       0, or #COOLBENCH_RELEASE_FORCE and/or #COOLBENCH_RELEASE_WAIT.

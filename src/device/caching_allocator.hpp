@@ -1,6 +1,9 @@
 // A caching allocator over gpu_api: freed blocks are kept for reuse, so that a
 // run does not pay cudaMalloc/cudaFree per tensor, and a release frees all.
-// Not synchronised; the device's mutex guards it.
+// Blocks below 1 MiB are carved out of 2 MiB slabs of coolbench's own instead
+// of the driver's shared pool pages: another runtime's small allocation then
+// always opens a page of its own, which NVML shows (docs/device.md, "Foreign
+// state"). Not synchronised; the device's mutex guards it.
 #pragma once
 
 #include <cstddef>
@@ -51,8 +54,19 @@ class caching_allocator {
   [[nodiscard]] std::uint64_t cached_bytes() const noexcept { return m_cached_bytes; }
   [[nodiscard]] std::uint64_t peak_bytes() const noexcept { return m_peak_bytes; }
   [[nodiscard]] std::uint64_t blocks() const noexcept { return m_live.size() + m_cached.size(); }
+  /// 2 MiB slabs held for blocks below 1 MiB.
+  [[nodiscard]] std::size_t slabs() const noexcept { return m_slabs.size(); }
 
  private:
+  struct slab {
+    std::size_t used = 0;  // bytes carved so far
+    std::size_t live = 0;  // blocks handed out now
+  };
+  /// The slab holding a small block, or end().
+  std::map<std::uintptr_t, slab>::iterator slab_of(const void* pointer);
+  void* carve(std::size_t size);
+  void* driver_allocate(std::size_t size);
+
   detail::gpu_api& m_api;
   int m_ordinal;
   std::unordered_map<void*, std::size_t> m_live;  // pointer -> block size
@@ -60,6 +74,7 @@ class caching_allocator {
   std::uint64_t m_live_bytes = 0;
   std::uint64_t m_cached_bytes = 0;
   std::uint64_t m_peak_bytes = 0;
+  std::map<std::uintptr_t, slab> m_slabs;  // base address -> slab
 };
 
 }  // namespace coolbench::device

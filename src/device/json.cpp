@@ -33,6 +33,15 @@ std::string to_json(const release_report& r) {
                {"generation_after", r.generation_after},
                {"foreign_bytes", r.foreign_bytes ? json(*r.foreign_bytes) : json(nullptr)},
                {"foreign_check", r.foreign_check},
+               {"foreign_state", r.foreign_state},
+               {"context_made_by", r.context_made_by},
+               {"process_bytes", r.process_bytes ? json(*r.process_bytes) : json(nullptr)},
+               {"baseline_bytes", r.baseline_bytes ? json(*r.baseline_bytes) : json(nullptr)},
+               {"baseline_source", r.baseline_source},
+               {"coolbench_bytes", r.coolbench_bytes},
+               {"granularity_bytes", r.granularity_bytes},
+               {"threshold_bytes", r.threshold_bytes},
+               {"dangling", r.dangling},
                {"process_listed_after",
                 r.process_listed_after ? json(*r.process_listed_after) : json(nullptr)}});
 }

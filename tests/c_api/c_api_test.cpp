@@ -65,11 +65,24 @@ class scripted_api final : public device::detail::gpu_api {
     return fake.process_memory_bytes(ordinal);
   }
   std::optional<bool> process_listed(int ordinal) override { return fake.process_listed(ordinal); }
+  process_memory_reading process_memory(int ordinal) override {
+    return fake.process_memory(ordinal);
+  }
+  device::detail::baseline_key baseline_key_of(int ordinal) override {
+    return fake.baseline_key_of(ordinal);
+  }
+  device::detail::bare_context_figures measure_bare_context(
+      int ordinal, const device::detail::baseline_key& key) override {
+    return fake.measure_bare_context(ordinal, key);
+  }
+  std::vector<std::string> cuda_libraries() override { return fake.cuda_libraries(); }
+  std::chrono::milliseconds nvml_settle_time() override { return fake.nvml_settle_time(); }
 };
 
 // Installed before the first device::get of the process, as use_gpu_api_for_testing requires.
 scripted_api& api() {
   static const std::shared_ptr<scripted_api> installed = [] {
+    device::testing::use_temporary_cache_dir();
     auto created = std::make_shared<scripted_api>();
     created->fake.devices = device_count;
     device::detail::use_gpu_api_for_testing(created);
@@ -108,6 +121,8 @@ class c_api_test : public ::testing::Test {
     fake.foreign_bytes = 0;
     fake.nvml_sees_process = true;
     fake.fail_synchronize = false;
+    fake.code_bytes = 0;
+    fake.loaded_cuda_libraries.clear();
     api().fail_reset = false;
     m_ordinal = next_ordinal++;
     ASSERT_LT(m_ordinal, device_count);
@@ -196,7 +211,9 @@ TEST_F(c_api_test, foreign_memory_refuses_with_minus_1_changes_nothing_and_force
 
   const auto [code, report] = release(ordinal());
   EXPECT_EQ(code, COOLBENCH_REFUSED);
-  EXPECT_TRUE(contains(coolbench_last_error(), "not allocated by coolbench"))
+  EXPECT_TRUE(contains(coolbench_last_error(),
+                       "2048 MiB of this process's device memory is not "
+                       "coolbench's (foreign memory live)"))
       << coolbench_last_error();
   EXPECT_TRUE(contains(coolbench_last_error(), "force")) << coolbench_last_error();
   EXPECT_EQ(report["released"], false);
@@ -208,6 +225,37 @@ TEST_F(c_api_test, foreign_memory_refuses_with_minus_1_changes_nothing_and_force
   EXPECT_EQ(forced.code, COOLBENCH_OK) << coolbench_last_error();
   EXPECT_EQ(forced.report["forced"], true);
   EXPECT_GE(forced.report["foreign_bytes"].get<std::int64_t>(), std::int64_t{2048 * mib});
+  EXPECT_EQ(forced.report["foreign_state"], "foreign memory live");
+  EXPECT_TRUE(contains(forced.report["dangling"].get<std::string>().c_str(), "2048 MiB"))
+      << forced.report.dump();
+}
+
+TEST_F(c_api_test, another_runtimes_context_is_checked_exactly_and_the_report_says_against_what) {
+  // As from ctypes in a CuPy process: CuPy made the context, coolbench never used the GPU.
+  api().fake.make_context_exist(ordinal());
+  api().fake.loaded_cuda_libraries = {"CuPy"};
+  api().fake.foreign_bytes = 2 * mib;  // one 72-byte array
+  auto refused = release(ordinal());
+  EXPECT_EQ(refused.code, COOLBENCH_REFUSED);
+  for (const char* part :
+       {"cannot release GPU", "2 MiB", "foreign memory live", "NVML: process 502 MiB",
+        "baseline 500 MiB", "scripted probe", "another runtime (loaded in this process: CuPy)"}) {
+    EXPECT_TRUE(contains(coolbench_last_error(), part)) << part << "\n" << coolbench_last_error();
+  }
+  api().fake.foreign_bytes = 0;  // CuPy freed its memory and dropped its kernels
+  const auto [code, report] = release(ordinal());
+  api().fake.loaded_cuda_libraries.clear();
+  ASSERT_EQ(code, COOLBENCH_OK) << coolbench_last_error();
+  EXPECT_EQ(report["foreign_state"], "foreign context state without memory");
+  EXPECT_EQ(report["foreign_bytes"], 0);
+  EXPECT_EQ(report["process_bytes"], 500 * mib);
+  EXPECT_EQ(report["baseline_bytes"], 500 * mib);
+  EXPECT_EQ(report["coolbench_bytes"], 0);
+  EXPECT_EQ(report["granularity_bytes"], 2 * mib);
+  EXPECT_EQ(report["threshold_bytes"], 1 * mib);
+  EXPECT_TRUE(contains(report["context_made_by"].get<std::string>().c_str(), "CuPy"));
+  EXPECT_TRUE(contains(report["baseline_source"].get<std::string>().c_str(), "scripted probe"));
+  EXPECT_TRUE(contains(report["dangling"].get<std::string>().c_str(), "must be created again"));
 }
 
 TEST_F(c_api_test, a_lease_in_another_thread_refuses_unless_the_release_waits_for_it) {

@@ -39,9 +39,20 @@ TEST(c_api_dlopen_gpu_test, releases_a_context_another_runtime_made_and_it_works
   if (first == COOLBENCH_NO_DEVICE) GTEST_SKIP() << "no GPU: " << library.last_error();
   ASSERT_EQ(first, COOLBENCH_NOTHING_TO_RELEASE) << library.last_error();
 
-  // Another library (cudart) makes the primary context exist.
+  // Another library (cudart) makes the primary context exist, and holds one byte.
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   ASSERT_EQ(cudaFree(nullptr), cudaSuccess);
+  void* one_byte = nullptr;
+  ASSERT_EQ(cudaMalloc(&one_byte, 1), cudaSuccess);
+  const auto refused = release(library, 0);
+  if (refused.code == COOLBENCH_REFUSED &&
+      std::string(library.last_error()).find("foreign memory live") != std::string::npos) {
+    std::printf("RECORD one live byte of cudart: refused: %s\n", library.last_error());
+  } else if (std::string(library.last_error()).find("NVML gives no figure") == std::string::npos) {
+    ADD_FAILURE() << "one live byte of another runtime was not refused: " << refused.code << " "
+                  << library.last_error();
+  }
+  ASSERT_EQ(cudaFree(one_byte), cudaSuccess);  // untouched: the refusal changed nothing
   char state[1024];
   ASSERT_EQ(library.device_state(0, state, sizeof state), COOLBENCH_OK) << library.last_error();
   EXPECT_EQ(json::parse(state)["context_active"], false) << state;  // not coolbench's context
@@ -58,6 +69,23 @@ TEST(c_api_dlopen_gpu_test, releases_a_context_another_runtime_made_and_it_works
   std::printf("release report: %s\n", released.report.dump(2).c_str());
   EXPECT_EQ(released.report["released"], true);
   EXPECT_EQ(released.report["context_reset"], true);
+  if (!released.report["process_bytes"].is_null()) {
+    // cudart's bare context: nothing of its memory, checked against the bare context's figure
+    // (measured by coolbench-context-probe, or read from the cache).
+    EXPECT_EQ(released.report["foreign_state"], "foreign context state without memory")
+        << released.report.dump();
+    EXPECT_EQ(released.report["foreign_bytes"], 0) << released.report.dump();
+    EXPECT_EQ(released.report["process_bytes"], released.report["baseline_bytes"]);
+    EXPECT_NE(released.report["baseline_source"].get<std::string>().find("bare context"),
+              std::string::npos);
+    std::printf(
+        "RECORD cudart's context: NVML %s MiB, baseline %s MiB (%s), step %s MiB, %.3f s\n",
+        std::to_string(released.report["process_bytes"].get<std::uint64_t>() >> 20U).c_str(),
+        std::to_string(released.report["baseline_bytes"].get<std::uint64_t>() >> 20U).c_str(),
+        released.report["baseline_source"].get<std::string>().c_str(),
+        std::to_string(released.report["granularity_bytes"].get<std::uint64_t>() >> 20U).c_str(),
+        released.report["seconds"].get<double>());
+  }
   if (!released.report["process_listed_after"].is_null()) {
     EXPECT_EQ(released.report["process_listed_after"], false) << released.report.dump();
   }

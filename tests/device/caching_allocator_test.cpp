@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "device/fake_gpu_api.hpp"
 
 namespace coolbench::device {
@@ -60,6 +62,33 @@ TEST_F(allocator_test, statistics_and_free_all) {
   m_allocator.deallocate(a);  // a handle from before: ignored, not freed again
   EXPECT_FALSE(m_api.freed_twice());
   EXPECT_EQ(m_allocator.cached_bytes(), 0U);
+}
+
+TEST_F(allocator_test, small_blocks_come_from_2_mib_slabs_of_its_own) {
+  // The driver packs allocations up to 1 MiB into shared 2 MiB pages; coolbench's small blocks
+  // take whole 2 MiB slabs instead, so another runtime's small allocation always opens a page
+  // NVML can see.
+  void* a = m_allocator.allocate(1000);
+  void* b = m_allocator.allocate(4096);
+  EXPECT_EQ(m_allocator.slabs(), 1U);
+  EXPECT_EQ(m_api.allocated_bytes(), 2 * mib);
+  EXPECT_EQ(static_cast<char*>(b) - static_cast<char*>(a), 1024);
+  std::vector<void*> more;
+  for (int i = 0; i < 4; ++i) more.push_back(m_allocator.allocate(512 * 1024));  // 2 MiB more
+  EXPECT_EQ(m_allocator.slabs(), 2U);
+  EXPECT_EQ(m_api.allocated_bytes(), 4 * mib);
+  // A slab goes back to the driver only when none of its blocks is live.
+  m_allocator.deallocate(a);
+  m_allocator.empty_cache();
+  EXPECT_EQ(m_allocator.slabs(), 2U);
+  EXPECT_EQ(m_allocator.cached_bytes(), 1024U);  // kept with its slab
+  m_allocator.deallocate(b);
+  for (void* p : more) m_allocator.deallocate(p);
+  m_allocator.empty_cache();
+  EXPECT_EQ(m_allocator.slabs(), 0U);
+  EXPECT_EQ(m_allocator.cached_bytes(), 0U);
+  EXPECT_EQ(m_api.allocated_bytes(), 0U);
+  EXPECT_FALSE(m_api.freed_twice());
 }
 
 TEST_F(allocator_test, forget_all_drops_the_books_without_freeing) {

@@ -21,6 +21,7 @@ constexpr std::uint64_t mib = fake_gpu_api::mib;
 
 fake_gpu_api& fake() {
   static const std::shared_ptr<fake_gpu_api> api = [] {
+    testing::use_temporary_cache_dir();
     auto created = std::make_shared<fake_gpu_api>();
     created->devices = 1000;
     detail::use_gpu_api_for_testing(created);
@@ -39,6 +40,9 @@ class device_test : public ::testing::Test {
     api.foreign_bytes = 0;
     api.nvml_sees_process = true;
     api.fail_synchronize = false;
+    api.code_bytes = 0;
+    api.probe_error.clear();
+    api.loaded_cuda_libraries.clear();
     m_device = &device::get(next_ordinal++);
   }
   device& gpu() { return *m_device; }
@@ -248,11 +252,90 @@ TEST_F(device_test, a_context_another_library_created_is_released_when_its_memor
   fake().make_context_exist(ordinal);  // e.g. a TVM program's context, tensors freed
   const auto report = gpu().release();
   EXPECT_TRUE(report.released);
-  EXPECT_NE(report.foreign_check.find("unknown"), std::string::npos) << report.foreign_check;
+  EXPECT_EQ(report.foreign_state, "foreign context state without memory");
+  EXPECT_EQ(report.foreign_bytes, 0);
+  EXPECT_EQ(report.baseline_bytes, 500 * mib);  // the bare context, from the probe
+  EXPECT_NE(report.baseline_source.find("scripted probe"), std::string::npos)
+      << report.baseline_source;
+  EXPECT_NE(report.context_made_by.find("another runtime"), std::string::npos);
+  EXPECT_NE(report.dangling.find("must be created again"), std::string::npos) << report.dangling;
 
   fake().make_context_exist(ordinal);
   fake().foreign_bytes = 2048 * mib;  // its tensors are still there
   EXPECT_THROW((void)gpu().release(), release_refused);
+}
+
+TEST_F(device_test,
+       one_page_of_another_runtime_in_its_context_is_refused_and_force_says_what_dangles) {
+  const int ordinal = gpu().ordinal();
+  fake().make_context_exist(ordinal);
+  fake().foreign_bytes = 2 * mib;  // a 72-byte array: one page of the driver's small pool
+  const int resets = fake().resets();
+  try {
+    (void)gpu().release();
+    FAIL() << "released over one page of another runtime's memory";
+  } catch (const release_refused& e) {
+    const std::string message = e.what();
+    for (const char* part : {"2 MiB", "foreign memory live", "NVML: process 502 MiB",
+                             "baseline 500 MiB", "scripted probe", "another runtime"}) {
+      EXPECT_NE(message.find(part), std::string::npos) << part << "\n" << message;
+    }
+  }
+  EXPECT_EQ(fake().resets(), resets);
+  const auto forced = gpu().release({.force = true});
+  EXPECT_TRUE(forced.released);
+  EXPECT_EQ(forced.foreign_state, "foreign memory live");
+  EXPECT_NE(forced.dangling.find("2 MiB of another runtime's device memory"), std::string::npos)
+      << forced.dangling;
+}
+
+TEST_F(device_test, what_coolbenchs_leases_load_is_its_own_and_what_others_load_is_not) {
+  {
+    auto l = gpu().acquire();
+    auto b = l.allocate(3 * mib);
+    fake().code_bytes = 6 * mib;  // its kernels' code and a library handle, loaded in the lease
+  }
+  gpu().empty_cache();  // the 4 MiB block goes back to the driver: no longer coolbench's
+  auto report = gpu().release();
+  EXPECT_TRUE(report.released);
+  EXPECT_EQ(report.coolbench_bytes, 6 * mib);
+  EXPECT_EQ(report.foreign_state, "none");
+  EXPECT_EQ(report.context_made_by, "coolbench");
+
+  { auto l = gpu().acquire(); }
+  fake().code_bytes = 2 * mib;  // another runtime's kernel, loaded outside coolbench's leases
+  EXPECT_THROW((void)gpu().release(), release_refused);
+}
+
+TEST_F(device_test,
+       the_bare_context_is_measured_once_and_a_probe_failure_refuses_another_runtimes_context) {
+  const int runs = fake().probe_runs();
+  fake().make_context_exist(gpu().ordinal());
+  (void)gpu().release();
+  fake().make_context_exist(gpu().ordinal());
+  (void)gpu().release();
+  EXPECT_LE(fake().probe_runs(), runs + 1);  // cached (by an earlier test, or now)
+  // A coolbench context needs no probe: its baseline is its own.
+  { auto l = gpu().acquire(); }
+  EXPECT_TRUE(gpu().release().released);
+
+  // A new driver: the cached figure is stale, and the probe cannot run.
+  fake().driver_version = "590.1";
+  fake().probe_error = "coolbench-context-probe was not found (looked at /nowhere)";
+  fake().loaded_cuda_libraries = {"PyTorch (libtorch_cuda.so)"};
+  fake().make_context_exist(gpu().ordinal());
+  try {
+    (void)gpu().release();
+    ADD_FAILURE() << "released another runtime's context without a baseline";
+  } catch (const release_refused& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("bare context's figure is unknown"), std::string::npos) << message;
+    EXPECT_NE(message.find("/nowhere"), std::string::npos) << message;
+    EXPECT_NE(message.find("PyTorch (libtorch_cuda.so)"), std::string::npos) << message;
+  }
+  const auto forced = gpu().release({.force = true});
+  EXPECT_EQ(forced.foreign_state, "unknown");
+  fake().driver_version = "580.159.04";
 }
 
 TEST_F(device_test, failed_in_flight_work_is_reported_and_the_reset_still_happens) {

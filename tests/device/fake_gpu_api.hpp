@@ -3,7 +3,10 @@
 // out are unique fake addresses that must never be dereferenced.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
@@ -26,6 +29,15 @@ class fake_gpu_api final : public detail::gpu_api {
   std::uint64_t foreign_bytes = 0;                   ///< another library's memory in this process
   bool nvml_sees_process = true;                     ///< false: per-process memory unknown
   bool fail_synchronize = false;                     ///< in-flight work failed (sticky error)
+  /// Device memory of loaded modules and library handles: NVML counts it like
+  /// any allocation. Whose it is depends on who loads it (set it in a lease:
+  /// coolbench's). A reset takes it.
+  std::uint64_t code_bytes = 0;
+  // The bare-context probe, as the child process would answer it.
+  std::uint64_t probe_granularity = 2 * mib;
+  std::string probe_error;  ///< non-empty: the probe fails with this
+  std::string driver_version = "580.159.04";
+  std::vector<std::string> loaded_cuda_libraries;
 
   // --- what happened ----------------------------------------------------
   struct attribute_call {
@@ -69,6 +81,10 @@ class fake_gpu_api final : public detail::gpu_api {
     std::lock_guard lock(m_mutex);
     return m_bad_free;
   }
+  [[nodiscard]] int probe_runs() const {
+    std::lock_guard lock(m_mutex);
+    return m_probe_runs;
+  }
 
   // --- gpu_api ------------------------------------------------------------
   int device_count() override { return devices; }
@@ -92,7 +108,7 @@ class fake_gpu_api final : public detail::gpu_api {
     std::uint64_t used = 0;
     for (const auto& [p, size] : m_allocations) used += size;
     if (used + bytes > capacity_bytes) return nullptr;
-    void* pointer = next_address();
+    void* pointer = next_address(bytes);
     m_allocations[pointer] = bytes;
     return pointer;
   }
@@ -143,12 +159,13 @@ class fake_gpu_api final : public detail::gpu_api {
     m_streams.clear();
     m_events.clear();
     foreign_bytes = 0;
+    code_bytes = 0;
   }
   std::optional<std::uint64_t> process_memory_bytes(int ordinal) override {
     std::lock_guard lock(m_mutex);
     if (!nvml_sees_process) return std::nullopt;
     if (!m_context[ordinal]) return 0;
-    std::uint64_t total = context_baseline_bytes + foreign_bytes;
+    std::uint64_t total = context_baseline_bytes + foreign_bytes + code_bytes;
     for (const auto& [p, size] : m_allocations) total += size;
     return total;
   }
@@ -157,14 +174,39 @@ class fake_gpu_api final : public detail::gpu_api {
     if (!nvml_sees_process) return std::nullopt;
     return m_context[ordinal];
   }
+  process_memory_reading process_memory(int ordinal) override {
+    process_memory_reading r;
+    r.bytes = process_memory_bytes(ordinal);
+    if (!r.bytes) r.why_not = "scripted: NVML does not list this process";
+    return r;
+  }
+  detail::baseline_key baseline_key_of(int /*ordinal*/) override {
+    std::lock_guard lock(m_mutex);
+    return {"GPU-fake", driver_version, 13000, 13000};
+  }
+  detail::bare_context_figures measure_bare_context(int /*ordinal*/,
+                                                    const detail::baseline_key& /*key*/) override {
+    std::lock_guard lock(m_mutex);
+    ++m_probe_runs;
+    if (!probe_error.empty()) throw error(probe_error);
+    const std::uint64_t b = context_baseline_bytes;
+    return {b, b, b, b, probe_granularity, "2026-12-04T10:00:00Z", "scripted probe"};
+  }
+  std::chrono::milliseconds nvml_settle_time() override { return std::chrono::milliseconds(0); }
+  std::vector<std::string> cuda_libraries() override {
+    std::lock_guard lock(m_mutex);
+    return loaded_cuda_libraries;
+  }
 
  private:
   void require_context(int ordinal) {
     if (!m_context[ordinal]) throw std::logic_error("fake GPU: call without a context");
   }
-  void* next_address() {
-    m_next += 0x1000;
-    return reinterpret_cast<void*>(m_next);  // NOLINT: a fake address, never dereferenced
+  /// A fresh address range of `bytes` (at least 4 KiB), as the driver's would not overlap.
+  void* next_address(std::size_t bytes = 0x1000) {
+    const std::uintptr_t address = m_next;
+    m_next += (std::max<std::size_t>(bytes, 0x1000) + 0xfff) & ~std::uintptr_t{0xfff};
+    return reinterpret_cast<void*>(address);  // NOLINT: a fake address, never dereferenced
   }
 
   mutable std::mutex m_mutex;
@@ -175,8 +217,18 @@ class fake_gpu_api final : public detail::gpu_api {
   std::vector<attribute_call> m_attributes;
   std::uintptr_t m_next = 0x10000000;
   int m_resets = 0;
+  int m_probe_runs = 0;
   int m_contexts_created = 0;
   bool m_bad_free = false;
 };
+
+/// Points the bare-context cache ($XDG_CACHE_HOME) at a fresh temporary
+/// folder, so that tests never read or write the user's cache. Returns it.
+inline std::filesystem::path use_temporary_cache_dir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "coolbench-test-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  setenv("XDG_CACHE_HOME", pattern.c_str(), 1);
+  return pattern;
+}
 
 }  // namespace coolbench::device::testing

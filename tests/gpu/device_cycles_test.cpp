@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <string>
+#include <thread>
 
 #include "coolbench/core/error.hpp"
 #include "coolbench/device.hpp"
@@ -46,6 +49,7 @@ TEST(device_cycles, run_release_run_gives_identical_outputs_and_leaves_nothing_b
   constexpr int n = 1 << 20;
 
   std::vector<float> first;
+  std::string last_check;
   std::optional<std::uint64_t> first_memory;
   for (int cycle = 0; cycle < cycles; ++cycle) {
     {
@@ -55,6 +59,17 @@ TEST(device_cycles, run_release_run_gives_identical_outputs_and_leaves_nothing_b
       if (cycle == 0) {
         first = out;
         first_memory = this_process_memory(nvml);
+        // How soon NVML's figure shows the work just done (its kernels' code,
+        // its stream): read again over the next 100 ms.
+        std::string reads;
+        const auto start = std::chrono::steady_clock::now();
+        for (const int ms : {0, 1, 2, 5, 10, 20, 50, 100}) {
+          std::this_thread::sleep_until(start + std::chrono::milliseconds(ms));
+          const auto m = this_process_memory(nvml);
+          reads += " " + std::to_string(ms) +
+                   " ms: " + (m ? std::to_string(*m >> 10U) + " KiB" : std::string("none"));
+        }
+        std::printf("RECORD NVML after the first cycle's work:%s\n", reads.c_str());
       } else {
         ASSERT_EQ(out, first) << "cycle " << cycle << " computed something else";
         const auto memory = this_process_memory(nvml);
@@ -65,7 +80,12 @@ TEST(device_cycles, run_release_run_gives_identical_outputs_and_leaves_nothing_b
     }
     const auto report = gpu.release();
     ASSERT_TRUE(report.released) << "cycle " << cycle << ": " << report.note;
+    last_check = report.foreign_check;
+    if (cycle == 0)
+      std::printf("RECORD first release: %s, %.3f s\n", last_check.c_str(), report.seconds);
     ASSERT_TRUE(report.context_reset);
+    // coolbench made the context; its blocks and its kernel's code are its own.
+    ASSERT_EQ(report.foreign_state, "none") << "cycle " << cycle << ": " << report.foreign_check;
     ASSERT_EQ(report.bytes_freed, 2U * (4U << 20U)) << cycle;  // two 4 MiB blocks
     if (report.process_listed_after) {
       ASSERT_FALSE(*report.process_listed_after)
@@ -79,6 +99,7 @@ TEST(device_cycles, run_release_run_gives_identical_outputs_and_leaves_nothing_b
   if (first_memory)
     std::printf("RECORD cycles: %d run/release cycles, process memory while running %llu MiB\n",
                 cycles, static_cast<unsigned long long>(*first_memory >> 20U));
+  std::printf("RECORD last check: %s\n", last_check.c_str());
 }
 
 #if COOLBENCH_TEST_ENGINE

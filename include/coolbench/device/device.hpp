@@ -176,6 +176,19 @@ struct release_report {
   /// library's own memory and the context's baseline); empty when unknown.
   std::optional<std::int64_t> foreign_bytes;
   std::string foreign_check;  ///< how foreign_bytes was found, or why it was not
+  /// "none", "foreign memory live" (another runtime's memory: its pointers
+  /// would dangle), "foreign context state without memory" (another runtime
+  /// made the context: its handles and streams go with it) or "unknown".
+  std::string foreign_state;
+  std::string context_made_by;                  ///< "coolbench" or "another runtime (loaded: …)"
+  std::optional<std::uint64_t> process_bytes;   ///< NVML's figure for this process before
+  std::optional<std::uint64_t> baseline_bytes;  ///< the context's share of it
+  std::string baseline_source;                  ///< where baseline_bytes came from
+  std::uint64_t coolbench_bytes = 0;            ///< coolbench's own share of it
+  std::uint64_t granularity_bytes = 0;          ///< the step NVML's figure moves in
+  std::uint64_t threshold_bytes = 0;            ///< refused from this many foreign bytes
+  /// What another runtime holds that the reset made invalid; "" when nothing.
+  std::string dangling;
   /// Whether NVML still lists this process on the GPU right after the reset;
   /// empty when NVML cannot tell.
   std::optional<bool> process_listed_after;

@@ -10,6 +10,7 @@
 #include "coolbench/core/error.hpp"
 #include "coolbench/telemetry/gpu.hpp"
 #include "core/dynamic_library.hpp"
+#include "device/detail/context_probe_runner.hpp"
 #include "device/detail/cuda_check.hpp"
 #include "device/detail/gpu_api.hpp"
 
@@ -127,15 +128,44 @@ class cuda_api final : public gpu_api {
   }
 
   std::optional<std::uint64_t> process_memory_bytes(int ordinal) override {
+    return process_memory(ordinal).bytes;
+  }
+
+  process_memory_reading process_memory(int ordinal) override {
+    process_memory_reading r;
     const auto entry = this_process(ordinal);
-    if (!entry.nvml_answered) return std::nullopt;
-    if (!entry.listed) {
+    if (!entry.nvml_answered) {
+      r.why_not = "NVML is not available: " + entry.why_not;
+    } else if (!entry.listed) {
       // Not listed although a context exists: NVML sees another PID
       // namespace (a container), so it cannot tell.
-      if (context_active(ordinal)) return std::nullopt;
-      return 0;
+      if (context_active(ordinal)) {
+        r.why_not = "NVML does not list this process (pid " + std::to_string(getpid()) +
+                    ") although it holds a context: another PID namespace, e.g. a container";
+      } else {
+        r.bytes = 0;
+      }
+    } else if (!entry.memory) {
+      r.why_not =
+          "NVML lists this process but gives no memory figure for it (per-process "
+          "accounting is not supported here)";
+    } else {
+      r.bytes = entry.memory;
     }
-    return entry.memory;
+    return r;
+  }
+
+  baseline_key baseline_key_of(int ordinal) override {
+    std::lock_guard lock(m_mutex);
+    const auto& id = telemetry_for(ordinal).identity();
+    baseline_key key{id.uuid, id.driver_version, 0, 0};
+    if (id.cuda_driver_version.ok()) key.cuda_driver_version = id.cuda_driver_version.value;
+    cudaRuntimeGetVersion(&key.cuda_runtime_version);
+    return key;
+  }
+
+  bare_context_figures measure_bare_context(int ordinal, const baseline_key& key) override {
+    return run_context_probe(ordinal, key);
   }
 
   std::optional<bool> process_listed(int ordinal) override {
@@ -168,26 +198,33 @@ class cuda_api final : public gpu_api {
     bool nvml_answered = false;
     bool listed = false;
     std::optional<std::uint64_t> memory;
+    std::string why_not;
   };
+
+  // Call with m_mutex held.
+  telemetry::gpu_telemetry& telemetry_for(int ordinal) {
+    auto it = m_telemetry.find(ordinal);
+    if (it == m_telemetry.end()) {
+      it = m_telemetry.emplace(ordinal, std::make_unique<telemetry::gpu_telemetry>(ordinal)).first;
+    }
+    return *it->second;
+  }
 
   process_entry this_process(int ordinal) {
     process_entry entry;
     try {
       std::lock_guard lock(m_mutex);
-      auto it = m_telemetry.find(ordinal);
-      if (it == m_telemetry.end()) {
-        it =
-            m_telemetry.emplace(ordinal, std::make_unique<telemetry::gpu_telemetry>(ordinal)).first;
-      }
+      const auto processes = telemetry_for(ordinal).processes();
       const auto pid = static_cast<std::uint32_t>(getpid());
       entry.nvml_answered = true;
-      for (const auto& process : it->second->processes()) {
+      for (const auto& process : processes) {
         if (process.pid != pid) continue;
         entry.listed = true;
         if (process.used_memory_bytes.ok()) entry.memory = process.used_memory_bytes.value;
       }
-    } catch (const error&) {
+    } catch (const error& e) {
       entry.nvml_answered = false;
+      entry.why_not = e.what();
     }
     return entry;
   }

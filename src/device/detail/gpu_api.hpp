@@ -3,12 +3,16 @@
 // the tests, so the lease, registry and release logic run in CI without a GPU.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "coolbench/device/resource.hpp"
+#include "device/detail/context_baseline.hpp"
 
 struct CUstream_st;
 struct CUevent_st;
@@ -47,6 +51,32 @@ class gpu_api {
   [[nodiscard]] virtual std::optional<std::uint64_t> process_memory_bytes(int ordinal) = 0;
   /// Whether NVML lists this process on `ordinal`; empty when it cannot tell.
   [[nodiscard]] virtual std::optional<bool> process_listed(int ordinal) = 0;
+
+  // --- what the foreign-state check needs (docs/device.md, "Foreign state") ---
+  // Not pure: a gpu_api that cannot answer says so, and the check refuses.
+
+  struct process_memory_reading {
+    std::optional<std::uint64_t> bytes;
+    std::string why_not;  ///< when bytes is empty
+  };
+  /// NVML's figure for this process, or why there is none.
+  [[nodiscard]] virtual process_memory_reading process_memory(int ordinal);
+  /// What a bare-context figure depends on. Throws when it cannot be read.
+  [[nodiscard]] virtual baseline_key baseline_key_of(int ordinal);
+  /// Measures the bare context in child processes; throws saying why not.
+  [[nodiscard]] virtual bare_context_figures measure_bare_context(int ordinal,
+                                                                  const baseline_key& key);
+  /// CUDA runtimes and frameworks loaded in this process other than
+  /// coolbench's own ("CuPy", "PyTorch (libtorch_cuda.so)", "libcudart.so.12"):
+  /// who may have made the context. Informative only.
+  [[nodiscard]] virtual std::vector<std::string> cuda_libraries();
+  /// The module loading mode the driver applies here: "EAGER" or "LAZY".
+  [[nodiscard]] virtual std::string module_loading();
+  /// How long NVML's figure must hold still to count as settled: a change
+  /// can reach it a little after the call that caused it.
+  [[nodiscard]] virtual std::chrono::milliseconds nvml_settle_time() {
+    return std::chrono::milliseconds(5);
+  }
 };
 
 /// The implementation over the CUDA runtime, or one that reports "no CUDA"
