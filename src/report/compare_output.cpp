@@ -124,7 +124,7 @@ std::string ratios_svg(const std::vector<run_comparison>& comparisons, double sa
                                 {0, static_cast<double>(comparisons.size())});
   c.rect(a.x(1 - same_within), a.top, a.x(1 + same_within) - a.x(1 - same_within), a.height,
          "ci same-band", fmt::format("SAME: within ±{:g}%", 100 * same_within));
-  svg::draw_axes(c, a, "B / A (below 1: B is faster)", {}, true);
+  svg::draw_axes(c, a, "B / A (below 1: B is faster)", {}, true, false);
   c.line(a.x(1), a.top, a.x(1), a.bottom(), "figure");
   for (std::size_t i = 0; i < comparisons.size(); ++i) {
     const auto& cmp = comparisons[i];
@@ -152,7 +152,7 @@ std::string compare_html(const std::vector<run_comparison>& comparisons, double 
   out +=
       "<style>svg .ratio-ci { stroke: #0b57a4; stroke-width: 3; } svg .cycles { stroke: "
       "#009e73; fill: #ffffff; stroke-width: 2; } svg .ratio.time { fill: #0b57a4; } "
-      "svg .same-band { fill: #009e73; }</style>\n";
+      "svg .same-band { fill: #009e73; } pre { white-space: pre-wrap; }</style>\n";
   out += "<h1>coolbench compare</h1>\n";
   if (!comparisons.empty()) {
     out += fmt::format("<p class=\"sub\">A (baseline): {} — {} — {} ms</p>\n",

@@ -173,7 +173,7 @@ void draw_axis_ticks(canvas& c, const plot_area& area, bool horizontal) {
 }  // namespace
 
 void draw_axes(canvas& c, const plot_area& area, std::string_view x_label, std::string_view y_label,
-               bool x_ticks) {
+               bool x_ticks, bool y_ticks) {
   c.open_group("axis x-axis");
   if (x_ticks) draw_axis_ticks(c, area, true);
   c.line(area.left, area.bottom(), area.right(), area.bottom(), "domain");
@@ -182,7 +182,7 @@ void draw_axes(canvas& c, const plot_area& area, std::string_view x_label, std::
   }
   c.close_group();
   c.open_group("axis y-axis");
-  draw_axis_ticks(c, area, false);
+  if (y_ticks) draw_axis_ticks(c, area, false);
   c.line(area.left, area.top, area.left, area.bottom(), "domain");
   if (!y_label.empty()) c.text(area.left, area.top - 6, y_label, "axis-title", "start");
   c.close_group();

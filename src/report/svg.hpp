@@ -77,9 +77,9 @@ struct plot_area {
 /// The frame, grid lines, ticks and tick labels of both axes and their titles,
 /// in groups of class "axis x-axis" and "axis y-axis". `x_label` or `y_label`
 /// empty: that axis gets no title; `x_ticks` false: no x ticks (a panel that
-/// shares the x axis of the one below).
+/// shares the x axis of the one below); `y_ticks` false: rows, not values.
 void draw_axes(canvas& c, const plot_area& area, std::string_view x_label, std::string_view y_label,
-               bool x_ticks = true);
+               bool x_ticks = true, bool y_ticks = true);
 
 /// The lowest and highest y of the points that fall in one pixel column.
 struct column_range {
