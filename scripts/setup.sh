@@ -16,6 +16,7 @@ packages=(
   python3-venv                      # .venv/: onnx, onnxruntime and numpy from PyPI for the tests
   python3-dev pybind11-dev          # the Python module (src/python)
   clang libclang-rt-14-dev          # the ONNX loader's fuzzer (clang -fsanitize=fuzzer and its runtime)
+  chromium                          # the HTML report's browser test (headless)
 )
 
 missing=()

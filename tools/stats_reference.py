@@ -16,6 +16,9 @@ with coolbench::stats (the stats_reference_data ctest fixture runs this):
     fits:      scipy.stats.linregress(x, y)
     student_t: scipy.stats.t.ppf and .cdf, and per dataset
                scipy.stats.ttest_1samp(x, 0).confidence_interval(level)
+    ratios:    the MOVER interval of a ratio of two datasets' medians (from
+               quantile_test's intervals) and of their means (from
+               ttest_1samp's), written out from its definition (docs/stats.md)
 
 Usage: python stats_reference.py --out FILE.json
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -241,6 +245,43 @@ def student_t_cases() -> list[dict]:
     return cases
 
 
+RATIO_PAIRS = [
+    ("normal_50", "latency_lognormal_200"),
+    ("minimal_6", "normal_50"),
+    ("pareto_1000", "ties_rounded_80"),
+    ("latency_lognormal_200", "pareto_1000"),
+]
+
+
+def mover_ratio(a: tuple[float, float, float], b: tuple[float, float, float]) -> list[float]:
+    """MOVER on the log scale (Zou and Donner 2008) for b / a; each is (value, lower, upper)."""
+    ta, la, ua = (math.log(v) for v in a)
+    tb, lb, ub = (math.log(v) for v in b)
+    d = tb - ta
+    low = d - math.sqrt((tb - lb) ** 2 + (ua - ta) ** 2)
+    high = d + math.sqrt((ub - tb) ** 2 + (ta - la) ** 2)
+    return [b[0] / a[0], math.exp(low), math.exp(high)]
+
+
+def ratio_cases(data: dict[str, np.ndarray], level: float = 0.95) -> list[dict]:
+    cases = []
+    for name_a, name_b in RATIO_PAIRS:
+        figures = {}
+        for name in (name_a, name_b):
+            x = data[name]
+            median_ci = stats.quantile_test(x, q=float(np.median(x)), p=0.5).confidence_interval(level)
+            mean_ci = stats.ttest_1samp(x, 0.0).confidence_interval(level)
+            figures[name] = {
+                "median": (float(np.median(x)), float(median_ci.low), float(median_ci.high)),
+                "mean": (float(np.mean(x)), float(mean_ci.low), float(mean_ci.high)),
+            }
+        cases.append({
+            "a": name_a, "b": name_b, "level": level,
+            "median_ratio": mover_ratio(figures[name_a]["median"], figures[name_b]["median"]),
+            "mean_ratio": mover_ratio(figures[name_a]["mean"], figures[name_b]["mean"])})
+    return cases
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path, help="JSON file to write")
@@ -254,6 +295,7 @@ def main() -> None:
         "mann_whitney": mann_whitney_cases(data),
         "fits": fit_cases(),
         "student_t": student_t_cases(),
+        "ratios": ratio_cases(data),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(reference, indent=1, allow_nan=False))

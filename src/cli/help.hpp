@@ -15,5 +15,7 @@ std::string_view model();
 std::string_view release_check();
 std::string_view heat();
 std::string_view run();
+std::string_view report();
+std::string_view compare();
 
 }  // namespace coolbench::cli::help

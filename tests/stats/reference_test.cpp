@@ -3,7 +3,7 @@
 // ctest fixture runs; COOLBENCH_STATS_REFERENCE names its JSON file.
 //
 // Tolerances, relative (to max(1, |reference|)): Student t quantiles, CDFs
-// and mean intervals 1e-11; quantiles, means, interval
+// and mean intervals 1e-11; quantiles, means, interval (and ratio interval)
 // bounds and bootstrap bounds 1e-13 (quantiles and bounds agree to the bit;
 // means differ by an ulp or two, numpy sums pairwise); standard deviations
 // 1e-10; p-values 1e-12 (erfc against scipy's ndtr, the exact distribution
@@ -14,7 +14,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -185,6 +187,47 @@ TEST_F(StatsReference, FitsMatchLinregress) {
     EXPECT_TRUE(
         close(k.percent_per_100mhz, c.at("percent_per_100_units").get<double>(), k_fit_tolerance));
     EXPECT_TRUE(close(k.mean_latency, c.at("mean_y").get<double>(), k_value_tolerance));
+  }
+}
+
+}  // namespace
+}  // namespace coolbench::stats
+
+namespace coolbench::stats {
+namespace {
+
+// The MOVER interval of a ratio (docs/stats.md) from coolbench's own
+// intervals of each dataset's median and mean, against the same
+// definition evaluated on scipy's intervals.
+TEST_F(StatsReference, RatioIntervalsMatchMoverOnScipyIntervals) {
+  if (!m_reference.contains("ratios")) GTEST_SKIP() << "reference without ratios";
+  std::map<std::string, std::vector<double>> values;
+  for (const auto& d : m_reference.at("datasets")) {
+    values[d.at("name").get<std::string>()] = d.at("values").get<std::vector<double>>();
+  }
+  for (const auto& c : m_reference.at("ratios")) {
+    const auto& a = values.at(c.at("a").get<std::string>());
+    const auto& b = values.at(c.at("b").get<std::string>());
+    const double level = c.at("level").get<double>();
+    const auto by_median = [&](const std::vector<double>& x) {
+      const auto ci = median_ci_order_statistic(x, level);
+      return estimate{median(x), ci.lower, ci.upper};
+    };
+    const auto by_mean = [&](const std::vector<double>& x) {
+      const auto ci = mean_ci_student_t(x, level);
+      return estimate{ci.mean, ci.lower, ci.upper};
+    };
+    for (const auto& [key, r] :
+         {std::pair{"median_ratio", ratio_ci_mover(by_median(a), by_median(b))},
+          std::pair{"mean_ratio", ratio_ci_mover(by_mean(a), by_mean(b))}}) {
+      const auto expected = c.at(key).get<std::vector<double>>();
+      SCOPED_TRACE(c.at("b").get<std::string>() + " / " + c.at("a").get<std::string>() + " " + key);
+      // The mean's interval carries the t quantile's tolerance.
+      const double tolerance = std::string(key) == "mean_ratio" ? k_t_tolerance : k_value_tolerance;
+      EXPECT_TRUE(close(r.ratio, expected[0], tolerance));
+      EXPECT_TRUE(close(r.lower, expected[1], tolerance));
+      EXPECT_TRUE(close(r.upper, expected[2], tolerance));
+    }
   }
 }
 
