@@ -38,13 +38,22 @@ if(NOT SKBUILD)
   # static archives (libcoolbench.so exports only the C ABI).
   set(_layers coolbench_core coolbench_stats coolbench_telemetry coolbench_device coolbench_measure)
   if(TARGET coolbench_engine)
-    list(APPEND _layers coolbench_engine coolbench_onnx_proto)
+    list(APPEND _layers coolbench_engine)
   endif()
   add_library(coolbench_cxx INTERFACE)
   target_link_libraries(coolbench_cxx INTERFACE ${_layers})
+  if(TARGET coolbench_engine)
+    # The engine links ONNX's protobuf classes privately; installed, by name
+    # (-lonnx_proto, libonnx-dev), not by this machine's path to it.
+    list(APPEND _layers coolbench_onnx_proto)
+    get_target_property(_onnx_links coolbench_onnx_proto INTERFACE_LINK_LIBRARIES)
+    list(TRANSFORM _onnx_links REPLACE "^${ONNX_PROTO_LIBRARY}$"
+         "$<BUILD_INTERFACE:${ONNX_PROTO_LIBRARY}>$<INSTALL_INTERFACE:onnx_proto>")
+    set_target_properties(coolbench_onnx_proto PROPERTIES INTERFACE_LINK_LIBRARIES "${_onnx_links}")
+  endif()
   target_include_directories(coolbench_cxx INTERFACE "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>")
   set_target_properties(coolbench_cxx PROPERTIES EXPORT_NAME coolbench)
-  foreach(_layer IN LISTS _layers)
+  foreach(_layer IN LISTS _layers ITEMS coolbench_warnings)
     string(REPLACE "coolbench_" "" _name "${_layer}")
     set_target_properties(${_layer} PROPERTIES EXPORT_NAME "detail_${_name}")
   endforeach()
@@ -72,6 +81,7 @@ if(NOT SKBUILD)
 
   # pkg-config: the C ABI (libcoolbench.so), with paths relative to the .pc file's prefix.
   file(RELATIVE_PATH COOLBENCH_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+  string(REGEX REPLACE "/$" "" COOLBENCH_PC_TO_PREFIX "${COOLBENCH_PC_TO_PREFIX}")
   configure_file(cmake/coolbench.pc.in "${PROJECT_BINARY_DIR}/coolbench.pc" @ONLY)
   install(FILES "${PROJECT_BINARY_DIR}/coolbench.pc" DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig"
           COMPONENT development)
