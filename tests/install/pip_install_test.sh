@@ -18,6 +18,7 @@ fi
 
 # The wheel; the build folder is kept between runs (only what changed is rebuilt).
 rm -rf "$work/dist" "$work/venv"
+mkdir -p "$work"
 start=$SECONDS
 "$python" -m pip wheel --quiet --no-build-isolation --no-deps --disable-pip-version-check -w "$work/dist" \
   --config-settings=build-dir="$work/build" --config-settings=cmake.define.COOLBENCH_ENGINE=OFF --config-settings=cmake.define.COOLBENCH_CUDA=OFF \
