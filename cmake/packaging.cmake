@@ -12,7 +12,10 @@ get_target_property(COOLBENCH_ABI_VERSION coolbench_shared SOVERSION)
 
 # The configuration, in one line, so that what was left out is plain in any
 # build log (pip's included: pip install -v).
-set(_parts "command" "libcoolbench.so")
+set(_parts "command")
+if(NOT SKBUILD)
+  list(APPEND _parts "libcoolbench.so")
+endif()
 foreach(_part IN ITEMS ENGINE CUDA PYTHON)
   if(COOLBENCH_${_part})
     list(APPEND _parts "${_part}")
