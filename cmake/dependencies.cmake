@@ -46,6 +46,23 @@ if(COOLBENCH_TESTS)
   endif()
 endif()
 
+# The engine's libraries. Missing, the engine is left out (as on the lent GPU
+# machine), and the log names the Debian package that brings what is missing.
+if(COOLBENCH_ENGINE)
+  find_package(Protobuf QUIET)
+  find_path(ONNX_INCLUDE_DIR onnx/onnx_pb.h)
+  find_library(ONNX_PROTO_LIBRARY NAMES onnx_proto onnx)
+  if(NOT Protobuf_FOUND)
+    message(STATUS "coolbench: building without the ONNX engine (the model command, .onnx "
+                   "workloads): no protobuf (Debian: libprotobuf-dev)")
+    set(COOLBENCH_ENGINE OFF)
+  elseif(NOT ONNX_INCLUDE_DIR OR NOT ONNX_PROTO_LIBRARY)
+    message(STATUS "coolbench: building without the ONNX engine (the model command, .onnx "
+                   "workloads): no libonnx (Debian: libonnx-dev)")
+    set(COOLBENCH_ENGINE OFF)
+  endif()
+endif()
+
 # The Python module is built for one interpreter: the tests' .venv when it is
 # there (scripts/setup.sh makes it from Debian's python3), else the python3
 # that CMake finds. pybind11 from Debian's package first, else from that
@@ -67,7 +84,10 @@ if(COOLBENCH_PYTHON)
       endif()
     endif()
   endif()
-  if(NOT pybind11_FOUND)
+  if(NOT pybind11_FOUND AND SKBUILD)
+    message(FATAL_ERROR "coolbench: pip install needs pybind11 and the Python headers "
+                        "(Debian: python3-dev; pybind11 comes from pyproject.toml's build requirements)")
+  elseif(NOT pybind11_FOUND)
     message(STATUS "coolbench: no pybind11 or no Python headers (scripts/setup.sh installs "
                    "pybind11-dev and python3-dev); building without the Python module")
     set(COOLBENCH_PYTHON OFF)

@@ -335,7 +335,7 @@ void translate_exceptions() {
 }  // namespace
 }  // namespace coolbench::python
 
-PYBIND11_MODULE(coolbench, m) {
+PYBIND11_MODULE(_coolbench, m) {
   using namespace coolbench;
   using namespace coolbench::python;
   namespace py = pybind11;
