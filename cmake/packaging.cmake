@@ -39,7 +39,8 @@ if(NOT SKBUILD)
 
   # coolbench::coolbench: the C++ library of the public headers, the layers'
   # static archives (libcoolbench.so exports only the C ABI).
-  set(_layers coolbench_core coolbench_stats coolbench_telemetry coolbench_device coolbench_measure)
+  set(_layers coolbench_core coolbench_stats coolbench_telemetry coolbench_device coolbench_measure_result
+              coolbench_measure)
   if(TARGET coolbench_engine)
     list(APPEND _layers coolbench_engine)
   endif()

@@ -3,6 +3,9 @@
 /// JSON (docs/run-json.md), for the command and the Python module alike.
 #pragma once
 
+#include "coolbench/report/compare_report.hpp"        // IWYU pragma: export
 #include "coolbench/report/format.hpp"                // IWYU pragma: export
+#include "coolbench/report/html_report.hpp"           // IWYU pragma: export
 #include "coolbench/report/release_check_report.hpp"  // IWYU pragma: export
-#include "coolbench/report/run_report.hpp"             // IWYU pragma: export
+#include "coolbench/report/run_document.hpp"          // IWYU pragma: export
+#include "coolbench/report/run_report.hpp"            // IWYU pragma: export

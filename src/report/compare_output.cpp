@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "report/compare_report.hpp"
-#include "report/html_report.hpp"
+#include "coolbench/report/compare_report.hpp"
+#include "coolbench/report/html_report.hpp"
 #include "report/svg.hpp"
 
 namespace coolbench::report {

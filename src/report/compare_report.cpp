@@ -1,4 +1,4 @@
-#include "report/compare_report.hpp"
+#include "coolbench/report/compare_report.hpp"
 
 #include <fmt/format.h>
 

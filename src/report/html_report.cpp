@@ -1,4 +1,4 @@
-#include "report/html_report.hpp"
+#include "coolbench/report/html_report.hpp"
 
 #include <fmt/format.h>
 

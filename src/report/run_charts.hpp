@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "report/run_document.hpp"
+#include "coolbench/report/run_document.hpp"
 
 namespace coolbench::report {
 

@@ -1,4 +1,4 @@
-#include "report/run_document.hpp"
+#include "coolbench/report/run_document.hpp"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <set>
 
 #include "coolbench/core/error.hpp"
-#include "report/run_report.hpp"
+#include "coolbench/report/run_report.hpp"
 
 namespace coolbench::report {
 namespace {

@@ -11,8 +11,8 @@
 #include <sstream>
 #include <string>
 
-#include "report/compare_report.hpp"
-#include "report/run_document.hpp"
+#include "coolbench/report/compare_report.hpp"
+#include "coolbench/report/run_document.hpp"
 
 namespace coolbench::report {
 namespace {

@@ -17,9 +17,9 @@
 #include <string>
 
 #include "coolbench/core/error.hpp"
-#include "report/html_report.hpp"
+#include "coolbench/report/html_report.hpp"
+#include "coolbench/report/run_document.hpp"
 #include "report/run_charts.hpp"
-#include "report/run_document.hpp"
 #include "report/svg.hpp"
 
 namespace coolbench::report {

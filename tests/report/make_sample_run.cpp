@@ -11,9 +11,9 @@
 #include <cstdio>
 #include <string>
 
+#include "coolbench/report/format.hpp"
+#include "coolbench/report/run_report.hpp"
 #include "measure/sim_gpu.hpp"
-#include "report/format.hpp"
-#include "report/run_report.hpp"
 
 namespace {
 

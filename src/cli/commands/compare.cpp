@@ -12,9 +12,9 @@
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/help.hpp"
-#include "report/compare_report.hpp"
-#include "report/format.hpp"
-#include "report/run_document.hpp"
+#include "coolbench/report/compare_report.hpp"
+#include "coolbench/report/format.hpp"
+#include "coolbench/report/run_document.hpp"
 
 namespace coolbench::cli {
 namespace {

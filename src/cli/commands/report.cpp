@@ -9,9 +9,9 @@
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/help.hpp"
-#include "report/format.hpp"
-#include "report/html_report.hpp"
-#include "report/run_document.hpp"
+#include "coolbench/report/format.hpp"
+#include "coolbench/report/html_report.hpp"
+#include "coolbench/report/run_document.hpp"
 
 namespace coolbench::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "report/run_document.hpp"
+#include "coolbench/report/run_document.hpp"
 
 namespace coolbench::report {
 

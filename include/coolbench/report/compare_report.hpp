@@ -10,8 +10,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "coolbench/report/run_document.hpp"
 #include "coolbench/stats/ratio_ci.hpp"
-#include "report/run_document.hpp"
 
 namespace coolbench::report {
 
