@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
+#include "coolbench/report/release_check_report.hpp"
 #include "coolbench/telemetry/gpu.hpp"
 #include "coolbench/telemetry/sampler.hpp"
-#include "coolbench/report/release_check_report.hpp"
 
 namespace coolbench::cli {
 

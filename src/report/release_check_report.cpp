@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "coolbench/device/json.hpp"
-#include "coolbench/telemetry/clock_reasons.hpp"
 #include "coolbench/report/format.hpp"
+#include "coolbench/telemetry/clock_reasons.hpp"
 
 namespace coolbench::report {
 namespace {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -216,12 +217,17 @@ TEST(release_check_report, closing_block) {
 }
 
 // The file as `release-check --json` writes it: dump(2) and a newline.
+// COOLBENCH_UPDATE_GOLDEN=1 rewrites the file (as run_golden_test does), for a deliberate change.
 TEST(release_check_report, json_file) {
+  const std::string actual = to_json(check()).dump(2) + "\n";
+  if (std::getenv("COOLBENCH_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(RELEASE_CHECK_GOLDEN_JSON) << actual;
+  }
   std::ifstream golden(RELEASE_CHECK_GOLDEN_JSON);
   ASSERT_TRUE(golden) << RELEASE_CHECK_GOLDEN_JSON;
   std::stringstream expected;
   expected << golden.rdbuf();
-  EXPECT_EQ(to_json(check()).dump(2) + "\n", expected.str());
+  EXPECT_EQ(actual, expected.str());
 }
 
 }  // namespace
