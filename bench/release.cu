@@ -1,7 +1,7 @@
 // What handing the GPU back costs and what it buys, on the device layer:
 //   part 1: device::release() with 1 GiB, a stream, events and a cuBLAS handle held;
 //   part 2: from acquire() after a release to the first checked result of a small kernel;
-//   part 3: whether a release clears the hidden order effect of FACTS-H200.md §4 (a
+//   part 3: whether a release clears the hidden order effect of docs/facts-h200.md §4 (a
 //           GPT-2-shaped CUDA graph slowed by a kernel with a large shared-memory allocation).
 //   release_bench [DEVICE] [--part 1|2|3]
 // Prints markdown tables (docs/perf/release.md records them).
@@ -24,7 +24,10 @@
 #include <vector>
 
 #include "coolbench/device.hpp"
+#include "coolbench/stats/summary.hpp"
 #include "coolbench/telemetry.hpp"
+#include "device/detail/cuda_check.hpp"
+#include "measure/detail/cublas_check.hpp"
 
 namespace {
 
@@ -36,24 +39,9 @@ using steady = std::chrono::steady_clock;
 
 // --- checks -------------------------------------------------------------------
 
-void check_cuda(cudaError_t result, const char* call, int line) {
-  if (result == cudaSuccess) return;
-  std::fprintf(stderr, "release_bench: %s failed (release.cu:%d): %s (%s)\n", call, line,
-               cudaGetErrorName(result), cudaGetErrorString(result));
-  std::exit(1);
-}
-
-void check_cublas(cublasStatus_t status, const char* call, int line) {
-  if (status == CUBLAS_STATUS_SUCCESS) return;
-  std::fprintf(stderr, "release_bench: %s failed (release.cu:%d): %s (%s)\n", call, line,
-               cublasGetStatusName(status), cublasGetStatusString(status));
-  std::exit(1);
-}
-
-#define CHECK_CUDA(call) check_cuda((call), #call, __LINE__)
-#define CHECK_CUBLAS(call) check_cublas((call), #call, __LINE__)
-#define CHECK_LAUNCH(kernel) check_cuda(cudaGetLastError(), kernel " launch", __LINE__)
-
+// CUDA and cuBLAS calls go through the library's checks (COOLBENCH_CUDA_CALL,
+// COOLBENCH_CUBLAS_CALL): a failure throws coolbench::cuda_error naming the
+// call, the error and the line, and main prints it and exits with 1.
 // Destroy functions run inside device::release(), which holds the device's
 // lock: exiting from there would run static destructors under it, so a
 // failure is reported and turns the exit code to 1 at the end instead.
@@ -79,27 +67,6 @@ constexpr std::size_t gib = std::size_t{1} << 30U;
 
 double ms_since(steady::time_point start) {
   return std::chrono::duration<double, std::milli>(steady::now() - start).count();
-}
-
-/// Linear interpolation between order statistics; q in [0, 1].
-double quantile(std::vector<double> values, double q) {
-  std::sort(values.begin(), values.end());
-  const double position = q * static_cast<double>(values.size() - 1);
-  const auto below = static_cast<std::size_t>(position);
-  const std::size_t above = std::min(below + 1, values.size() - 1);
-  const double fraction = position - static_cast<double>(below);
-  return values[below] + fraction * (values[above] - values[below]);
-}
-
-struct spread {
-  double min = 0;
-  double median = 0;
-  double max = 0;
-};
-
-spread spread_of(const std::vector<double>& values) {
-  return {*std::min_element(values.begin(), values.end()), quantile(values, 0.5),
-          *std::max_element(values.begin(), values.end())};
 }
 
 /// 13000 -> "13.0".
@@ -205,7 +172,7 @@ void fill_uniform(void* data, std::size_t n, std::uint32_t seed, float offset, f
                   cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 8192));
   fill_uniform_kernel<T><<<blocks, 256, 0, stream>>>(static_cast<T*>(data), n, seed, offset, scale);
-  CHECK_LAUNCH("fill_uniform_kernel");
+  COOLBENCH_CUDA_CALL(cudaGetLastError());
 }
 
 __global__ void add_kernel(const float* a, const float* b, float* c, int n) {
@@ -272,7 +239,7 @@ __global__ void layer_norm_kernel(__half* x, const __half* residual, const __hal
 // GELU by table: value and slope at 16384 points over [-4, 4), 128 KiB. With
 // inputs of unit variance the hot part (±2-3 sigma) is 64-96 KiB: it stays in
 // a large L1 and spills to L2 when a shared-memory-heavy split leaves L1 small
-// (FACTS-H200.md §4). This is the victim's deliberately L1-sensitive kernel.
+// (docs/facts-h200.md §4). This is the victim's deliberately L1-sensitive kernel.
 constexpr int gelu_table_size = 16384;
 constexpr float gelu_table_min = -4.0f;
 constexpr float gelu_table_max = 4.0f;
@@ -336,7 +303,7 @@ void part_release_cost(dev::device& gpu, releaser& release, const gpu_telemetry&
   std::size_t small_bytes = 0;
   for (int r = 0; r < repetitions; ++r) {
     auto lease = gpu.acquire();
-    CHECK_CUDA(cudaSetDevice(gpu.ordinal()));
+    COOLBENCH_CUDA_CALL(cudaSetDevice(gpu.ordinal()));
     // Sizes 4 KiB, 8 KiB, ... 1 MiB, over and over.
     std::vector<dev::buffer> held;
     held.push_back(lease.allocate(gib));
@@ -348,14 +315,16 @@ void part_release_cost(dev::device& gpu, releaser& release, const gpu_telemetry&
     }
     cudaStream_t stream = lease.stream();
     cublasHandle_t handle = nullptr;
-    CHECK_CUBLAS(cublasCreate(&handle));
-    CHECK_CUBLAS(cublasSetStream(handle, stream));
+    COOLBENCH_CUBLAS_CALL(cublasCreate(&handle));
+    COOLBENCH_CUBLAS_CALL(cublasSetStream(handle, stream));
     auto handle_owner = lease.adopt(dev::resource_kind::blas_handle, [handle] {
       report_teardown(cublasDestroy(handle), "cublasDestroy");
     });
     // Touch every byte (non-zero), so the memory is really mapped and written.
-    for (const auto& b : held) CHECK_CUDA(cudaMemsetAsync(b.get(), 0x5A, b.size(), stream));
-    for (int e = 0; e < events; ++e) CHECK_CUDA(cudaEventRecord(lease.create_event(), stream));
+    for (const auto& b : held)
+      COOLBENCH_CUDA_CALL(cudaMemsetAsync(b.get(), 0x5A, b.size(), stream));
+    for (int e = 0; e < events; ++e)
+      COOLBENCH_CUDA_CALL(cudaEventRecord(lease.create_event(), stream));
     lease.synchronize();
 
     // Everything stays live across the call: the release must destroy the
@@ -366,8 +335,8 @@ void part_release_cost(dev::device& gpu, releaser& release, const gpu_telemetry&
   }
 
   release.print_refusal();
-  const spread wall = spread_of(wall_ms);
-  const spread reported = spread_of(report_ms);
+  const coolbench::stats::summary wall = coolbench::stats::summarize(wall_ms);
+  const coolbench::stats::summary reported = coolbench::stats::summarize(report_ms);
   std::printf(
       "Each repetition: acquire; allocate 1 GiB in one buffer and %d small ones (4 KiB to 1 MiB, "
       "%.1f MiB); the stream, %d events (recorded) and a cuBLAS handle (adopted); cudaMemsetAsync "
@@ -437,19 +406,19 @@ double time_to_first_result(dev::device& gpu, std::uint32_t seed) {
 
   const auto start = steady::now();
   auto lease = gpu.acquire();
-  CHECK_CUDA(cudaSetDevice(gpu.ordinal()));
+  COOLBENCH_CUDA_CALL(cudaSetDevice(gpu.ordinal()));
   const auto da = lease.allocate(bytes);
   const auto db = lease.allocate(bytes);
   const auto dc = lease.allocate(bytes);
   cudaStream_t stream = lease.stream();
-  CHECK_CUDA(cudaMemcpyAsync(da.get(), a.data(), bytes, cudaMemcpyHostToDevice, stream));
-  CHECK_CUDA(cudaMemcpyAsync(db.get(), b.data(), bytes, cudaMemcpyHostToDevice, stream));
+  COOLBENCH_CUDA_CALL(cudaMemcpyAsync(da.get(), a.data(), bytes, cudaMemcpyHostToDevice, stream));
+  COOLBENCH_CUDA_CALL(cudaMemcpyAsync(db.get(), b.data(), bytes, cudaMemcpyHostToDevice, stream));
   add_kernel<<<1, 32, 0, stream>>>(static_cast<const float*>(da.get()),
                                    static_cast<const float*>(db.get()),
                                    static_cast<float*>(dc.get()), n);
-  CHECK_LAUNCH("add_kernel");
-  CHECK_CUDA(cudaMemcpyAsync(c.data(), dc.get(), bytes, cudaMemcpyDeviceToHost, stream));
-  CHECK_CUDA(cudaStreamSynchronize(stream));
+  COOLBENCH_CUDA_CALL(cudaGetLastError());
+  COOLBENCH_CUDA_CALL(cudaMemcpyAsync(c.data(), dc.get(), bytes, cudaMemcpyDeviceToHost, stream));
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(stream));
   for (int i = 0; i < n; ++i) {
     if (c[i] != a[i] + b[i]) {
       std::fprintf(stderr, "release_bench: wrong result after acquire: c[%d] = %g, expected %g\n",
@@ -482,7 +451,7 @@ void part_first_result(dev::device& gpu, releaser& release, const gpu_telemetry&
         "| the process's first acquire (at program start) | 1 | %.1f ms | %.1f ms | %.1f ms |\n",
         *process_first_ms, *process_first_ms, *process_first_ms);
   }
-  const spread s = spread_of(after_release_ms);
+  const coolbench::stats::summary s = coolbench::stats::summarize(after_release_ms);
   std::printf("| after a release | %d | %.1f ms | %.1f ms | %.1f ms |\n\n", repetitions, s.min,
               s.median, s.max);
   std::printf("Per repetition after a release (ms):");
@@ -521,9 +490,9 @@ void gemm_f16(cublasHandle_t handle, const __half* a, int lda, const __half* b, 
               int ldc, int m, int n, int k) {
   const float alpha = 1.0f;
   const float beta = 0.0f;
-  CHECK_CUBLAS(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_16F, ldb,
-                            a, CUDA_R_16F, lda, &beta, c, CUDA_R_16F, ldc, CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT));
+  COOLBENCH_CUBLAS_CALL(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b,
+                                     CUDA_R_16F, ldb, a, CUDA_R_16F, lda, &beta, c, CUDA_R_16F, ldc,
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 /// The workload whose latency is watched: GPT-2-small-shaped fp16 GEMMs with
@@ -555,7 +524,7 @@ void layer_norm(const victim& v, const __half* residual, int norm, cudaStream_t 
   const __half* gamma = as_half(v.norm_params) + std::size_t{2} * norm * hidden;
   layer_norm_kernel<<<seq_len, ln_threads, 0, stream>>>(as_half(v.x), residual, gamma,
                                                         gamma + hidden, as_half(v.h));
-  CHECK_LAUNCH("layer_norm_kernel");
+  COOLBENCH_CUDA_CALL(cudaGetLastError());
 }
 
 /// One forward pass on `stream`; captured into the graph, and run once
@@ -563,8 +532,8 @@ void layer_norm(const victim& v, const __half* residual, int norm, cudaStream_t 
 /// the capture.
 void enqueue_forward(const victim& v, cudaStream_t stream) {
   constexpr std::size_t activation_bytes = std::size_t{seq_len} * hidden * sizeof(__half);
-  CHECK_CUDA(cudaMemcpyAsync(v.x.get(), v.input.get(), activation_bytes, cudaMemcpyDeviceToDevice,
-                             stream));
+  COOLBENCH_CUDA_CALL(cudaMemcpyAsync(v.x.get(), v.input.get(), activation_bytes,
+                                      cudaMemcpyDeviceToDevice, stream));
   for (int l = 0; l < layers; ++l) {
     const __half* w = as_half(v.weights) + l * layer_weights;
     const __half* w_qkv = w;
@@ -583,7 +552,7 @@ void enqueue_forward(const victim& v, cudaStream_t stream) {
     constexpr int up_elements = seq_len * mlp_width;
     gelu_table_kernel<<<(up_elements + 255) / 256, 256, 0, stream>>>(
         as_half(v.up), static_cast<const float2*>(v.gelu_table.get()), up_elements);
-    CHECK_LAUNCH("gelu_table_kernel");
+    COOLBENCH_CUDA_CALL(cudaGetLastError());
     gemm_f16(v.handle, as_half(v.up), mlp_width, w_down, hidden, as_half(v.down), hidden, seq_len,
              hidden, mlp_width);
   }
@@ -632,41 +601,41 @@ victim build_victim(dev::lease& lease, cudaStream_t stream) {
   }
   make_gelu_table_kernel<<<gelu_table_size / 256, 256, 0, stream>>>(
       static_cast<float2*>(v.gelu_table.get()));
-  CHECK_LAUNCH("make_gelu_table_kernel");
+  COOLBENCH_CUDA_CALL(cudaGetLastError());
 
   cublasHandle_t handle = nullptr;
-  CHECK_CUBLAS(cublasCreate(&handle));
+  COOLBENCH_CUBLAS_CALL(cublasCreate(&handle));
   v.handle = handle;
   v.handle_owner = lease.adopt(dev::resource_kind::blas_handle, [handle] {
     report_teardown(cublasDestroy(handle), "cublasDestroy (victim)");
   });
   // cublasSetStream resets the workspace to cuBLAS's own pool, so the
   // workspace comes second; with it set, cuBLAS allocates nothing during capture.
-  CHECK_CUBLAS(cublasSetStream(handle, stream));
-  CHECK_CUBLAS(cublasSetWorkspace(handle, v.workspace.get(), v.workspace.size()));
+  COOLBENCH_CUBLAS_CALL(cublasSetStream(handle, stream));
+  COOLBENCH_CUBLAS_CALL(cublasSetWorkspace(handle, v.workspace.get(), v.workspace.size()));
 
   enqueue_forward(v, stream);
-  CHECK_CUDA(cudaStreamSynchronize(stream));
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(stream));
 
   cudaGraph_t graph = nullptr;
-  CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  COOLBENCH_CUDA_CALL(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   enqueue_forward(v, stream);
-  CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-  CHECK_CUDA(cudaGraphGetNodes(graph, nullptr, &v.graph_nodes));
+  COOLBENCH_CUDA_CALL(cudaStreamEndCapture(stream, &graph));
+  COOLBENCH_CUDA_CALL(cudaGraphGetNodes(graph, nullptr, &v.graph_nodes));
   cudaGraphExec_t exec = nullptr;
-  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  CHECK_CUDA(cudaGraphDestroy(graph));
+  COOLBENCH_CUDA_CALL(cudaGraphInstantiate(&exec, graph, 0));
+  COOLBENCH_CUDA_CALL(cudaGraphDestroy(graph));
   v.exec = exec;
   v.exec_owner = lease.adopt(dev::resource_kind::graph, [exec] {
     report_teardown(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy (victim)");
   });
 
   // The graph's output must be finite and not all zero: proof that it computes.
-  CHECK_CUDA(cudaGraphLaunch(exec, stream));
+  COOLBENCH_CUDA_CALL(cudaGraphLaunch(exec, stream));
   std::vector<__half> out(activation);
-  CHECK_CUDA(cudaMemcpyAsync(out.data(), v.h.get(), activation * sizeof(__half),
-                             cudaMemcpyDeviceToHost, stream));
-  CHECK_CUDA(cudaStreamSynchronize(stream));
+  COOLBENCH_CUDA_CALL(cudaMemcpyAsync(out.data(), v.h.get(), activation * sizeof(__half),
+                                      cudaMemcpyDeviceToHost, stream));
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(stream));
   double magnitude = 0;
   for (const __half value : out) {
     const float f = __half2float(value);
@@ -683,7 +652,7 @@ victim build_victim(dev::lease& lease, cudaStream_t stream) {
   return v;
 }
 
-/// The disturber of FACTS-H200.md §4: three bf16 8192^3 GEMMs on random data.
+/// The disturber of docs/facts-h200.md §4: three bf16 8192^3 GEMMs on random data.
 /// Its memory and handle are dropped afterwards (that did not undo the effect there).
 void disturb_with_gemms(dev::lease& lease, cudaStream_t stream) {
   constexpr int n = 8192;
@@ -696,20 +665,20 @@ void disturb_with_gemms(dev::lease& lease, cudaStream_t stream) {
   fill_uniform<__nv_bfloat16>(b.get(), elements, 9002, 0.0f, 1.0f, stream);
   fill_uniform<__nv_bfloat16>(c.get(), elements, 9003, 0.0f, 1.0f, stream);
   cublasHandle_t handle = nullptr;
-  CHECK_CUBLAS(cublasCreate(&handle));
+  COOLBENCH_CUBLAS_CALL(cublasCreate(&handle));
   const auto owner = lease.adopt(dev::resource_kind::blas_handle, [handle] {
     report_teardown(cublasDestroy(handle), "cublasDestroy (disturber)");
   });
-  CHECK_CUBLAS(cublasSetStream(handle, stream));
-  CHECK_CUBLAS(cublasSetWorkspace(handle, workspace.get(), workspace.size()));
+  COOLBENCH_CUBLAS_CALL(cublasSetStream(handle, stream));
+  COOLBENCH_CUBLAS_CALL(cublasSetWorkspace(handle, workspace.get(), workspace.size()));
   const float alpha = 1.0f;
   const float beta = 0.0f;
   for (int i = 0; i < 3; ++i) {
-    CHECK_CUBLAS(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.get(),
-                              CUDA_R_16BF, n, b.get(), CUDA_R_16BF, n, &beta, c.get(), CUDA_R_16BF,
-                              n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    COOLBENCH_CUBLAS_CALL(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.get(),
+                                       CUDA_R_16BF, n, b.get(), CUDA_R_16BF, n, &beta, c.get(),
+                                       CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
-  CHECK_CUDA(cudaStreamSynchronize(stream));
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(stream));
 }
 
 constexpr int big_shared_bytes = 200 * 1024;
@@ -718,13 +687,14 @@ constexpr int big_shared_bytes = 200 * 1024;
 /// the launch's error instead of exiting, for the re-application check.
 cudaError_t launch_big_shared(dev::lease& lease, cudaStream_t stream) {
   int sms = 0;
-  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, lease.ordinal()));
+  COOLBENCH_CUDA_CALL(
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, lease.ordinal()));
   constexpr int threads = 256;
   const auto out = lease.allocate(static_cast<std::size_t>(sms) * threads * sizeof(float));
   big_shared_kernel<<<sms, threads, big_shared_bytes, stream>>>(static_cast<float*>(out.get()),
                                                                 big_shared_bytes / 4);
   const cudaError_t launched = cudaGetLastError();
-  CHECK_CUDA(cudaStreamSynchronize(stream));
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(stream));
   return launched;
 }
 
@@ -734,7 +704,7 @@ void disturb_with_shared_memory(dev::lease& lease, cudaStream_t stream) {
   lease.set_kernel_attribute(reinterpret_cast<const void*>(&big_shared_kernel),
                              dev::kernel_attribute::max_dynamic_shared_memory_bytes,
                              big_shared_bytes);
-  CHECK_CUDA(launch_big_shared(lease, stream));
+  COOLBENCH_CUDA_CALL(launch_big_shared(lease, stream));
 }
 
 struct step_result {
@@ -750,22 +720,22 @@ struct step_result {
 /// replay i + 1, so the GPU never waits on the host inside a timed interval).
 step_result measure(const victim& v, cudaStream_t stream, const std::vector<cudaEvent_t>& events,
                     const gpu_telemetry& telemetry, std::string name) {
-  for (int i = 0; i < warmups; ++i) CHECK_CUDA(cudaGraphLaunch(v.exec, stream));
-  CHECK_CUDA(cudaStreamSynchronize(stream));
-  CHECK_CUDA(cudaEventRecord(events[0], stream));
+  for (int i = 0; i < warmups; ++i) COOLBENCH_CUDA_CALL(cudaGraphLaunch(v.exec, stream));
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(stream));
+  COOLBENCH_CUDA_CALL(cudaEventRecord(events[0], stream));
   for (int i = 1; i <= replays; ++i) {
-    CHECK_CUDA(cudaGraphLaunch(v.exec, stream));
-    CHECK_CUDA(cudaEventRecord(events[i], stream));
+    COOLBENCH_CUDA_CALL(cudaGraphLaunch(v.exec, stream));
+    COOLBENCH_CUDA_CALL(cudaEventRecord(events[i], stream));
   }
-  CHECK_CUDA(cudaStreamSynchronize(stream));
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(stream));
   std::vector<double> ms(replays);
   for (int i = 1; i <= replays; ++i) {
     float elapsed = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&elapsed, events[i - 1], events[i]));
+    COOLBENCH_CUDA_CALL(cudaEventElapsedTime(&elapsed, events[i - 1], events[i]));
     ms[i - 1] = elapsed;
   }
-  return {std::move(name), quantile(ms, 0.5), quantile(ms, 0.1), quantile(ms, 0.9),
-          telemetry.read(read_scope::fast)};
+  const coolbench::stats::summary spread = coolbench::stats::summarize(ms);
+  return {std::move(name), spread.median, spread.p10, spread.p90, telemetry.read(read_scope::fast)};
 }
 
 /// A lease, its stream and the timing events of one context generation.
@@ -776,7 +746,7 @@ struct session {
 
   void open(dev::device& gpu) {
     lease.emplace(gpu.acquire());
-    CHECK_CUDA(cudaSetDevice(gpu.ordinal()));
+    COOLBENCH_CUDA_CALL(cudaSetDevice(gpu.ordinal()));
     stream = lease->stream();
     events.clear();
     for (int i = 0; i <= replays; ++i) events.push_back(lease->create_event());
@@ -784,7 +754,7 @@ struct session {
 };
 
 void part_order_effect(dev::device& gpu, releaser& release, const gpu_telemetry& telemetry) {
-  std::printf("## Part 3: hidden order effect (FACTS-H200.md §4)\n\n");
+  std::printf("## Part 3: hidden order effect (docs/facts-h200.md §4)\n\n");
   print_state(telemetry, "at start");
   (void)release(gpu);  // the clean figure needs a context nothing ran in before
 
@@ -916,13 +886,13 @@ int run(const bench_options& o) {
   const gpu_telemetry telemetry(o.ordinal);
   const auto& id = telemetry.identity();
   int runtime_version = 0;
-  CHECK_CUDA(cudaRuntimeGetVersion(&runtime_version));
+  COOLBENCH_CUDA_CALL(cudaRuntimeGetVersion(&runtime_version));
   int cublas_major = 0;
   int cublas_minor = 0;
   int cublas_patch = 0;
-  CHECK_CUBLAS(cublasGetProperty(MAJOR_VERSION, &cublas_major));
-  CHECK_CUBLAS(cublasGetProperty(MINOR_VERSION, &cublas_minor));
-  CHECK_CUBLAS(cublasGetProperty(PATCH_LEVEL, &cublas_patch));
+  COOLBENCH_CUBLAS_CALL(cublasGetProperty(MAJOR_VERSION, &cublas_major));
+  COOLBENCH_CUBLAS_CALL(cublasGetProperty(MINOR_VERSION, &cublas_minor));
+  COOLBENCH_CUBLAS_CALL(cublasGetProperty(PATCH_LEVEL, &cublas_patch));
   const char* module_loading = std::getenv("CUDA_MODULE_LOADING");
   std::printf("# release_bench\n\n");
   std::printf("- GPU %d: %s (%s), driver %s, CUDA driver %s\n", o.ordinal, id.name.c_str(),

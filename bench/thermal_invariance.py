@@ -7,7 +7,7 @@ For each workload, each repeat and each policy (in a shuffled order per
 repeat), `coolbench run` measures twice in fresh processes: once after
 `coolbench wait-cool` (cool start) and once right after `coolbench heat`
 heated the GPU in another process (hot start; in-process heating can leave a
-hidden slowdown that is not thermal, FACTS-H200.md §4). Prints, per workload
+hidden slowdown that is not thermal, docs/facts-h200.md §4). Prints, per workload
 and policy: the median figure from cool and from hot starts, |hot - cold| /
 cold, the CV of the figures over repeats, the median wall time to a result
 and the CI half-width reached; and, with --profile, the profile table of a

@@ -88,7 +88,7 @@ if want thermal-latency; then
     tee "$out/thermal-latency.txt"
 fi
 if want thermal-power; then
-  # bf16 8192^3: power-bound, capped within about 60 ms (FACTS-H200.md §2).
+  # bf16 8192^3: power-bound, capped within about 60 ms (docs/facts-h200.md §2).
   python3 bench/thermal_invariance.py --build build --workload power=gemm:bf16:8192:8192:8192:1 \
     --policies coolbench naive fixed-sleep --repeats 2 --preheat 10 --max-time 20 --rel-ci 0.001 \
     --out "$out/thermal-power" 2>&1 | tee "$out/thermal-power.txt"

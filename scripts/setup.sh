@@ -39,21 +39,21 @@ if ! command -v nvcc >/dev/null 2>&1 && [[ ! -x /usr/local/cuda/bin/nvcc ]]; the
 fi
 
 # The tests' Python tooling (onnx's newer node tests, onnxruntime's reference
-# outputs, onnx.checker) from PyPI, pinned in python/requirements-test.txt,
+# outputs, onnx.checker) from PyPI, pinned in tools/requirements-test.txt,
 # in .venv/ at the top of the checkout. Debian's own python3 makes it, so the
 # venv does not depend on whatever python3 comes first on PATH. The pip step
 # runs only when the pinned set differs from the one last installed (a copy of
 # the requirements file kept in the venv), so a warm run costs nothing.
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="$root/.venv"
-requirements="$root/python/requirements-test.txt"
+requirements="$root/tools/requirements-test.txt"
 installed="$venv/requirements-test.installed"
 if [[ ! -x "$venv/bin/python" ]]; then
   echo "setup: creating $venv"
   /usr/bin/python3 -m venv "$venv"
 fi
 if ! cmp -s "$requirements" "$installed"; then
-  echo "setup: installing the tests' Python packages (python/requirements-test.txt) into .venv"
+  echo "setup: installing the tests' Python packages (tools/requirements-test.txt) into .venv"
   rm -f "$installed"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
     -r "$requirements"

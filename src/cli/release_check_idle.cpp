@@ -1,37 +1,13 @@
 #include "cli/release_check_idle.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 
+#include "cli/interrupt.hpp"
+#include "coolbench/core/clock.hpp"
 #include "coolbench/telemetry/clock_reasons.hpp"
 
 namespace coolbench::cli {
-
-std::string_view key_of(milestone m) noexcept {
-  switch (m) {
-    case milestone::process_gone: return "process_gone";
-    case milestone::memory_back: return "memory_back";
-    case milestone::sm_clock_floor: return "sm_clock_floor";
-    case milestone::power_floor: return "power_floor";
-    case milestone::idle_bit: return "idle_bit";
-    case milestone::idle: return "idle";
-  }
-  return "unknown";
-}
-
-std::string_view label_of(milestone m) noexcept {
-  switch (m) {
-    case milestone::process_gone: return "process gone";
-    case milestone::memory_back: return "memory back";
-    case milestone::sm_clock_floor: return "SM clock at floor";
-    case milestone::power_floor: return "power at floor";
-    case milestone::idle_bit: return "gpu_idle bit";
-    case milestone::idle: return "idle (all)";
-  }
-  return "unknown";
-}
 
 bool has_idle_bit(const telemetry::gpu_sample& s) noexcept {
   return s.clock_reasons.ok() &&
@@ -138,91 +114,115 @@ milestone_times find_milestones(const idle_criteria& criteria, std::span<const t
   return times;
 }
 
-std::vector<std::optional<telemetry::gpu_sample>> resample(std::span<const trace_point> trace,
-                                                           double step_s, double until_s) {
-  std::vector<std::optional<telemetry::gpu_sample>> out;
-  if (step_s <= 0) return out;
-  const auto steps = static_cast<std::size_t>(std::floor(until_s / step_s + 1e-9)) + 1;
-  for (std::size_t i = 0; i < steps; ++i) {
-    const double t = static_cast<double>(i) * step_s;
-    const trace_point* best = nullptr;
-    for (const auto& p : trace) {
-      if (std::abs(p.time_s - t) > step_s / 2) continue;
-      if (best == nullptr || std::abs(p.time_s - t) < std::abs(best->time_s - t)) best = &p;
-    }
-    out.push_back(best != nullptr ? std::optional(best->sample) : std::nullopt);
-  }
-  return out;
-}
-
 namespace {
 
-std::string show_time(const milestone_times& times, milestone m) {
-  if (!times.is_judged(m)) return "n/a";
-  const auto& t = times.at(m);
-  return t ? fmt::format("{:.2f}", *t) : std::string("not reached");
+double seconds_between(std::int64_t from_ns, std::int64_t to_ns) {
+  return static_cast<double>(to_ns - from_ns) / 1e9;
 }
 
 }  // namespace
 
-std::string format_milestone_table(const mode_summary& a, const mode_summary& b) {
-  constexpr int label_width = 26;
-  constexpr int column_width = 18;
-  std::string out = fmt::format("{:<{}}{:>{}}{:>{}}\n", "time to [s]", label_width, a.name + " [s]",
-                                column_width, b.name + " [s]", column_width);
-  for (const milestone m : all_milestones) {
-    out += fmt::format("  {:<{}}{:>{}}{:>{}}\n", label_of(m), label_width - 2,
-                       show_time(a.times, m), column_width, show_time(b.times, m), column_width);
+idle_watch::idle_watch(int device, std::chrono::milliseconds period)
+    : m_device(device), m_period(period), m_gpu(device) {}
+
+void idle_watch::note_clock(const telemetry::gpu_sample& s) {
+  if (s.clock_sm_mhz.ok()) {
+    m_lowest_sm_clock =
+        std::min(m_lowest_sm_clock.value_or(s.clock_sm_mhz.value), s.clock_sm_mhz.value);
   }
-  const auto from_hold = [](const mode_summary& s) {
-    const auto& t = s.times.at(milestone::idle);
-    return t ? fmt::format("{:.2f}", *t + s.hold_end_to_event_s) : std::string("not reached");
-  };
-  out += fmt::format("  {:<{}}{:>{}}{:>{}}\n", "idle from end of hold", label_width - 2,
-                     from_hold(a), column_width, from_hold(b), column_width);
-  return out;
 }
 
-std::string format_power_traces(const mode_summary& a, const mode_summary& b, double step_s,
-                                double until_s) {
-  // Wide enough for "<name> MHz" and a space.
-  const int label_width = static_cast<int>(std::max(a.name.size(), b.name.size())) + 5;
-  constexpr int cell = 6;
-  std::string out = fmt::format("{:<{}}", "t[s]", label_width);
-  const auto steps = static_cast<std::size_t>(std::floor(until_s / step_s + 1e-9)) + 1;
-  for (std::size_t i = 0; i < steps; ++i) {
-    out += fmt::format("{:>{}.2f}", static_cast<double>(i) * step_s, cell);
+void idle_watch::take_baseline(std::chrono::steady_clock::duration window) {
+  const std::int64_t start_ns = steady_now_ns();
+  m_pre_processes = m_gpu.processes();
+  for (const auto& p : m_pre_processes) m_pre_pids.insert(p.pid);
+  m_sampler.emplace(telemetry::make_gpu_source(m_device),
+                    telemetry::sampler_options{.period = m_period});
+  m_sampler->start();
+  sleep_unless_interrupted(window);
+  m_pre_run = m_sampler->since(start_ns - 1);
+  if (m_pre_run.empty()) m_pre_run.push_back(m_gpu.read(telemetry::read_scope::fast));
+  m_pre_idle = pre_run_idle(m_pre_run);
+  for (const auto& s : m_pre_run) note_clock(s);
+}
+
+idle_criteria idle_watch::current_criteria() const {
+  const auto& supported = m_gpu.identity().supported_clock_reasons;
+  const bool offers_idle_bit =
+      !supported.ok() ||
+      (supported.value & static_cast<std::uint64_t>(telemetry::clock_reason::gpu_idle)) != 0;
+  return make_idle_criteria(m_pre_run, m_lowest_sm_clock, offers_idle_bit);
+}
+
+std::optional<bool> idle_watch::listed(const std::vector<telemetry::gpu_process>& processes,
+                                       listing_rule rule, std::uint32_t pid) const {
+  switch (rule) {
+    case listing_rule::by_pid:
+      return std::any_of(processes.begin(), processes.end(),
+                         [pid](const auto& p) { return p.pid == pid; });
+    case listing_rule::by_new_pid:
+      return std::any_of(processes.begin(), processes.end(),
+                         [this](const auto& p) { return !m_pre_pids.contains(p.pid); });
+    case listing_rule::unknown: return std::nullopt;
   }
-  out += "\n";
-  for (const mode_summary* mode : {&a, &b}) {
-    const auto samples = resample(mode->trace, step_s, until_s);
-    std::string power = fmt::format("{:<{}}", mode->name + " W", label_width);
-    std::string clock = fmt::format("{:<{}}", mode->name + " MHz", label_width);
-    for (const auto& s : samples) {
-      power += fmt::format(
-          "{:>{}}",
-          s && s->power_w.ok() ? fmt::format("{:.0f}", s->power_w.value) : std::string("-"), cell);
-      clock += fmt::format(
-          "{:>{}}", s && s->clock_sm_mhz.ok() ? fmt::format("{}", s->clock_sm_mhz.value) : "-",
-          cell);
+  return std::nullopt;
+}
+
+hold_view idle_watch::take_view(std::uint32_t pid) const {
+  hold_view view;
+  view.processes = m_gpu.processes();
+  if (auto latest = m_sampler->latest()) view.sample = *latest;
+  std::vector<const telemetry::gpu_process*> new_ones;
+  for (const auto& p : view.processes) {
+    if (p.pid == pid) {
+      view.rule = listing_rule::by_pid;
+      if (p.used_memory_bytes.ok()) view.holder_memory_bytes = p.used_memory_bytes.value;
     }
-    out += power + "\n" + clock + "\n";
+    if (!m_pre_pids.contains(p.pid)) new_ones.push_back(&p);
   }
-  return out;
+  if (view.rule != listing_rule::by_pid && !new_ones.empty()) {
+    view.rule = listing_rule::by_new_pid;
+    if (new_ones.size() == 1 && new_ones.front()->used_memory_bytes.ok()) {
+      view.holder_memory_bytes = new_ones.front()->used_memory_bytes.value;
+    }
+  }
+  return view;
 }
 
-std::string format_verdict(const mode_summary& a, const mode_summary& b) {
-  const auto& ta = a.times.at(milestone::idle);
-  const auto& tb = b.times.at(milestone::idle);
-  if (ta && tb) {
-    return fmt::format("{} reached idle in {:.2f} s, {} in {:.2f} s ({})\n", a.name, *ta, b.name,
-                       *tb, *tb > 0 ? fmt::format("ratio {:.2f}", *ta / *tb) : "ratio n/a");
+watch_result idle_watch::watch(std::int64_t from_ns, std::int64_t event_ns, listing_rule rule,
+                               std::uint32_t pid, std::vector<poll> polls, double min_s,
+                               double timeout_s) {
+  watch_result result;
+  // Each sample takes the process listing of the last poll at or before it; `polls` holds what
+  // is known from before the watch (the hold's view, the release report).
+  std::int64_t last_ns = from_ns - 1;
+  while (true) {
+    const std::int64_t poll_ns = steady_now_ns();
+    polls.emplace_back(poll_ns, listed(m_gpu.processes(), rule, pid));
+    for (const auto& s : m_sampler->since(last_ns)) {
+      last_ns = s.time_ns;
+      note_clock(s);
+      std::optional<bool> at;
+      for (auto it = polls.rbegin(); it != polls.rend(); ++it) {
+        if (it->first <= s.time_ns) {
+          at = it->second;
+          break;
+        }
+      }
+      result.trace.push_back({seconds_between(event_ns, s.time_ns), s, at});
+    }
+    result.criteria = current_criteria();
+    result.criteria.judge_process = rule != listing_rule::unknown;
+    result.times = find_milestones(result.criteria, result.trace);
+    const double elapsed_s = seconds_between(event_ns, steady_now_ns());
+    if (result.times.at(milestone::idle) && elapsed_s >= min_s) break;
+    if (elapsed_s >= timeout_s) break;
+    if (!sleep_unless_interrupted(m_period)) {
+      result.interrupted = true;
+      break;
+    }
   }
-  const auto part = [](const mode_summary& s, const std::optional<double>& t) {
-    return t ? fmt::format("{} reached idle in {:.2f} s", s.name, *t)
-             : fmt::format("{} did not reach idle within {:.0f} s", s.name, s.timeout_s);
-  };
-  return part(a, ta) + ", " + part(b, tb) + "\n";
+  return result;
 }
 
 }  // namespace coolbench::cli

@@ -1,58 +1,39 @@
 // When has a GPU reached its idle state after a release or a process exit? The rules of
 // `coolbench release-check` (docs/cli/release-check.md) as pure functions of the samples, so
-// that tests can check them on synthetic traces. The P-state is never used: an H200 reads P0
-// even idle (FACTS-H200.md §1).
+// that tests can check them on synthetic traces, and the watch that applies them to NVML's
+// samples and process listing while the check runs. The records they fill and their renderings
+// are report/release_check_report.hpp. The P-state is never used: an H200 reads P0
+// even idle (docs/facts-h200.md §1).
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "coolbench/telemetry/gpu.hpp"
+#include "coolbench/telemetry/sampler.hpp"
+#include "report/release_check_report.hpp"
 
 namespace coolbench::cli {
 
-/// The conditions that make up "idle", and idle itself (all of them at once).
-enum class milestone : std::uint8_t {
-  process_gone,    ///< NVML no longer lists the process that held the context
-  memory_back,     ///< device memory used is back at the pre-run baseline
-  sm_clock_floor,  ///< SM clock at its idle floor
-  power_floor,     ///< power at its idle floor
-  idle_bit,        ///< the gpu_idle clock-event reason (0x1) is set
-  idle,            ///< every judged condition at once
-};
-inline constexpr std::size_t milestone_count = 6;
-inline constexpr std::array<milestone, milestone_count> all_milestones = {
-    milestone::process_gone, milestone::memory_back, milestone::sm_clock_floor,
-    milestone::power_floor,  milestone::idle_bit,    milestone::idle};
-
-/// "process_gone": the JSON key.
-[[nodiscard]] std::string_view key_of(milestone m) noexcept;
-/// "process gone": the row label.
-[[nodiscard]] std::string_view label_of(milestone m) noexcept;
-
-/// The thresholds of idle, from the pre-run samples. A condition that is not judged counts as
-/// met for `idle` and its milestone reads n/a.
-struct idle_criteria {
-  bool judge_process = true;   ///< false: NVML never listed the process that held the context
-  bool judge_idle_bit = true;  ///< false: the GPU does not offer the gpu_idle reason
-  /// Memory used before the run; empty when unknown (then memory is not judged).
-  std::optional<std::uint64_t> memory_baseline_bytes;
-  std::uint64_t memory_tolerance_bytes = 0;  ///< max(4 MiB, 1% of the baseline)
-  /// SM clock at or below this is at its floor; empty when there is no clock reading (then the
-  /// floor is never reached).
-  std::optional<unsigned> sm_clock_floor_mhz;
-  bool sm_floor_from_baseline = true;  ///< false: from the lowest clock seen in the check
-  /// Power at or below this is at its floor; empty when the pre-run GPU was not idle (or had no
-  /// power reading): then power is not judged.
-  std::optional<double> power_floor_w;
-  std::size_t consecutive = 3;  ///< samples in a row a condition must hold
-};
+// The records of the check, by their short names here.
+using report::all_milestones;
+using report::hold_view;
+using report::idle_criteria;
+using report::listing_rule;
+using report::milestone;
+using report::milestone_count;
+using report::milestone_times;
+using report::mode_summary;
+using report::trace_point;
 
 inline constexpr std::uint64_t memory_tolerance_min_bytes = std::uint64_t{4} << 20U;
 inline constexpr double memory_tolerance_fraction = 0.01;
@@ -74,60 +55,77 @@ inline constexpr double power_margin_w = 15.0;   ///< floor = idle power + 15 W
 /// True when the pre-run samples all have the gpu_idle bit (and there is at least one).
 [[nodiscard]] bool pre_run_idle(std::span<const telemetry::gpu_sample> pre_run) noexcept;
 
-/// One sample of a watch: its time since the event (the release's return, the child's exit),
-/// the sample, and whether NVML listed the process at that time (empty: unknown, not gone).
-struct trace_point {
-  double time_s = 0;
-  telemetry::gpu_sample sample;
-  std::optional<bool> process_listed;
-};
-
 /// Which conditions one sample meets; a condition not judged reads true.
 [[nodiscard]] std::array<bool, milestone_count> conditions_met(const idle_criteria& criteria,
                                                                const trace_point& point);
 
 /// The time of each milestone: the first sample at or after the event (time_s >= 0) from which
-/// the condition holds for `consecutive` samples in a row. Empty when not reached, or not
-/// judged (`judged` says which).
-struct milestone_times {
-  std::array<std::optional<double>, milestone_count> time_s{};
-  std::array<bool, milestone_count> judged{};
-
-  [[nodiscard]] const std::optional<double>& at(milestone m) const noexcept {
-    return time_s[static_cast<std::size_t>(m)];
-  }
-  [[nodiscard]] bool is_judged(milestone m) const noexcept {
-    return judged[static_cast<std::size_t>(m)];
-  }
-};
-
-/// `trace` is in time order.
+/// the condition holds for `consecutive` samples in a row. `trace` is in time order.
 [[nodiscard]] milestone_times find_milestones(const idle_criteria& criteria,
                                               std::span<const trace_point> trace);
 
-/// The sample nearest to each time 0, step, 2·step, … up to `until_s` (within half a step);
-/// empty where there is none.
-[[nodiscard]] std::vector<std::optional<telemetry::gpu_sample>> resample(
-    std::span<const trace_point> trace, double step_s, double until_s);
-
-/// One mode's figures for the side-by-side rendering.
-struct mode_summary {
-  std::string name;                ///< "release", "process exit"
-  milestone_times times;           ///< since the event
-  double hold_end_to_event_s = 0;  ///< from the end of the hold to the event
-  std::vector<trace_point> trace;  ///< for the power trace
-  double timeout_s = 0;
+/// The samples after an event, and the milestones found in them so far.
+struct watch_result {
+  std::vector<trace_point> trace;
+  milestone_times times;
+  idle_criteria criteria;
+  bool interrupted = false;
 };
 
-/// The table of milestone times, one column per mode, with a last row "from the end of the hold".
-[[nodiscard]] std::string format_milestone_table(const mode_summary& a, const mode_summary& b);
+/// NVML's view of one GPU during the check: the baseline before the run, the process listing,
+/// and the samples after each event, judged by the rules above.
+class idle_watch {
+ public:
+  /// Opens the GPU's telemetry (throws when NVML is missing or the GPU is not there); the
+  /// sampler starts with take_baseline().
+  idle_watch(int device, std::chrono::milliseconds period);
 
-/// Power [W] and SM clock [MHz] every `step_s` for the first `until_s` after each event: a
-/// "t[s]" row, then two rows per mode.
-[[nodiscard]] std::string format_power_traces(const mode_summary& a, const mode_summary& b,
-                                              double step_s, double until_s);
+  /// Lists the processes on the GPU and samples it for `window` (less when interrupted).
+  void take_baseline(std::chrono::steady_clock::duration window);
+  void stop() {
+    if (m_sampler) m_sampler->stop();
+  }
 
-/// "release reached idle in X s, process exit in Y s (ratio X/Y)", or which did not.
-[[nodiscard]] std::string format_verdict(const mode_summary& a, const mode_summary& b);
+  [[nodiscard]] const telemetry::gpu_identity& identity() const { return m_gpu.identity(); }
+  [[nodiscard]] const std::vector<telemetry::gpu_sample>& baseline_samples() const {
+    return m_pre_run;
+  }
+  [[nodiscard]] const std::vector<telemetry::gpu_process>& baseline_processes() const {
+    return m_pre_processes;
+  }
+  [[nodiscard]] bool baseline_idle() const { return m_pre_idle; }
+
+  /// The criteria from the baseline and the lowest SM clock seen so far.
+  [[nodiscard]] idle_criteria current_criteria() const;
+
+  /// Whether `processes` include the holder by `rule`; empty when the rule is unknown.
+  [[nodiscard]] std::optional<bool> listed(const std::vector<telemetry::gpu_process>& processes,
+                                           listing_rule rule, std::uint32_t pid) const;
+
+  /// What NVML shows now of the process `pid` that holds a context, and how to find it again.
+  [[nodiscard]] hold_view take_view(std::uint32_t pid) const;
+
+  /// When a poll of the process listing happened, and whether it listed the holder.
+  using poll = std::pair<std::int64_t, std::optional<bool>>;
+
+  /// Samples from `from_ns` on, with times since `event_ns`, until idle and at least `min_s`
+  /// after the event, `timeout_s` after it, or an interrupt. `polls` holds what is known of the
+  /// listing from before the watch (the hold's view, the release report).
+  watch_result watch(std::int64_t from_ns, std::int64_t event_ns, listing_rule rule,
+                     std::uint32_t pid, std::vector<poll> polls, double min_s, double timeout_s);
+
+ private:
+  void note_clock(const telemetry::gpu_sample& s);
+
+  int m_device;
+  std::chrono::milliseconds m_period;
+  telemetry::gpu_telemetry m_gpu;
+  std::optional<telemetry::sampler> m_sampler;
+  std::vector<telemetry::gpu_sample> m_pre_run;
+  std::vector<telemetry::gpu_process> m_pre_processes;
+  std::set<std::uint32_t> m_pre_pids;
+  bool m_pre_idle = false;
+  std::optional<unsigned> m_lowest_sm_clock;
+};
 
 }  // namespace coolbench::cli

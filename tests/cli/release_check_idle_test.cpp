@@ -1,5 +1,5 @@
 // The idle rules of `coolbench release-check` (src/cli/release_check_idle.hpp) on synthetic
-// traces shaped like the H200's (FACTS-H200.md §1): 345 MHz / 80 W idle, 1980 MHz / 123 W with
+// traces shaped like the H200's (docs/facts-h200.md §1): 345 MHz / 80 W idle, 1980 MHz / 123 W with
 // a context held.
 #include "cli/release_check_idle.hpp"
 

@@ -11,7 +11,7 @@
 // of the PyPI onnx package) cases the engine cannot take (an operator, dtype
 // or attribute it does not support) are skipped with the reason; a supported
 // case that computes a wrong result fails. In reference mode (coolbench's own
-// models with onnxruntime's outputs, python/make_reference_tests.py) every
+// models with onnxruntime's outputs, tools/make_reference_tests.py) every
 // case must run: a skip is a failure, and the tolerances are tighter.
 #include <onnx/onnx_pb.h>
 

@@ -1,7 +1,7 @@
 // A simulated GPU for the protocol's tests, on a virtual clock: it heats while
 // work runs and cools while idle (first-order, toward ambient), a
 // power-bound workload hits the power cap after 60 ms of continuous running
-// (FACTS-H200.md §2) and the clock falls, and past a temperature the clock
+// (docs/facts-h200.md §2) and the clock falls, and past a temperature the clock
 // derates. Latency follows the clock. Telemetry is read on a fixed grid like
 // the sampler's. Everything is deterministic.
 #pragma once

@@ -1,5 +1,5 @@
 // Compares coolbench::stats with numpy and scipy on seeded datasets. The
-// values come from python/stats_reference.py, which the stats_reference_data
+// values come from tools/stats_reference.py, which the stats_reference_data
 // ctest fixture runs; COOLBENCH_STATS_REFERENCE names its JSON file.
 //
 // Tolerances, relative (to max(1, |reference|)): Student t quantiles, CDFs

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "coolbench/core/error.hpp"
 #include "coolbench/device/resource.hpp"

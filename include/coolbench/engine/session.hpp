@@ -12,6 +12,7 @@
 /// to other values.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <map>
 #include <memory>

@@ -3,7 +3,7 @@
 /// thread, with its own lease, until stopped or for a duration. It exists to
 /// pre-heat a GPU for a benchmark that runs in ANOTHER process (`coolbench
 /// heat`): large GEMMs leave the SMs with a small L1 for the rest of the
-/// context's life and slow later kernels by about 10% (FACTS-H200.md §4), so
+/// context's life and slow later kernels by about 10% (docs/facts-h200.md §4), so
 /// heating in the measuring process would distort what it measures.
 ///
 ///   coolbench::measure::heater heat(0);
@@ -26,7 +26,7 @@
 namespace coolbench::measure {
 
 /// bf16 8192x8192x8192, four per run: power-bound on an H200 (about 1.4 ms per
-/// GEMM cold, the power cap within 60 ms; FACTS-H200.md §2).
+/// GEMM cold, the power cap within 60 ms; docs/facts-h200.md §2).
 [[nodiscard]] inline gemm_chain_spec default_heater_chain() {
   return single_gemm_chain(gemm_dtype::bf16, 8192, 8192, 8192, 4);
 }

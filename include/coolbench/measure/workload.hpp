@@ -10,6 +10,7 @@
 ///   w->release();                   // then device::release() can reset the context
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>

@@ -1,7 +1,7 @@
 // coolbench heat: a power-bound GEMM chain in a background thread
 // (measure::heater), with the GPU's state printed at the start, every 5 s and
 // at the end. Meant to pre-heat a GPU for a benchmark in another process
-// (FACTS-H200.md §4: heating in-process changes later kernels' speed).
+// (docs/facts-h200.md §4: heating in-process changes later kernels' speed).
 #include <fmt/format.h>
 
 #include <chrono>

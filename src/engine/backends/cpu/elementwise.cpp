@@ -11,11 +11,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "engine/backends/cpu/kernel_args.hpp"
+
 namespace coolbench::engine::cpu {
 namespace {
-
-using inputs_t = std::span<const tensor* const>;
-using outputs_t = std::span<tensor>;
 
 // ---------------------------------------------------------------------------
 // Element storage. Kernels are written against a storage tag S: elem<S>::raw
@@ -99,13 +98,6 @@ void require_outputs(const node& n, outputs_t outputs, std::size_t max) {
     throw invalid_argument(n.describe() + ": expected 1 to " + std::to_string(max) +
                            " outputs, got " + std::to_string(outputs.size()));
   }
-}
-
-const tensor& input(const node& n, inputs_t inputs, std::size_t i) {
-  if (i >= inputs.size() || inputs[i] == nullptr) {
-    throw invalid_argument(n.describe() + ": expected input " + std::to_string(i) + ", got none");
-  }
-  return *inputs[i];
 }
 
 void require_same_type(const node& n, const tensor& a, std::size_t ia, const tensor& b,
@@ -711,11 +703,7 @@ void cumsum_kernel(const node& n, inputs_t inputs, outputs_t outputs) {
   axis = axis_tensor.type() == dtype::int64 ? axis_tensor.data<std::int64_t>()[0]
                                             : axis_tensor.data<std::int32_t>()[0];
   const auto rank = static_cast<std::int64_t>(x.rank());
-  if (axis < -rank || axis >= rank) {
-    throw invalid_argument(n.describe() + ": expected an axis in [" + std::to_string(-rank) + ", " +
-                           std::to_string(rank - 1) + "], got " + std::to_string(axis));
-  }
-  if (axis < 0) axis += rank;
+  axis = static_cast<std::int64_t>(normalize_axis(n, axis, x.rank()));
   const bool exclusive = n.get<std::int64_t>("exclusive", 0) != 0;
   const bool reverse = n.get<std::int64_t>("reverse", 0) != 0;
   std::int64_t outer = 1;

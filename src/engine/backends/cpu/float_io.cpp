@@ -33,15 +33,6 @@ tensor make_output(dtype type, shape_t shape, const std::vector<float>& values) 
   return out;
 }
 
-const tensor& require_input(const node& n, std::span<const tensor* const> inputs, std::size_t index,
-                            const char* what) {
-  if (index >= inputs.size() || inputs[index] == nullptr) {
-    throw invalid_argument(n.describe() + ": expected input " + std::to_string(index) + " (" +
-                           what + "), got none");
-  }
-  return *inputs[index];
-}
-
 void require_float(const node& n, const tensor& t, const char* what) {
   if (t.type() != dtype::float32 && t.type() != dtype::float16) {
     // "unsupported dtype" marks a refusal, not a wrong input: the conformance

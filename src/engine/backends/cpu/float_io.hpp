@@ -22,10 +22,6 @@ struct float_values {
 /// The output tensor holding `values` in `type` (narrowed for float16).
 [[nodiscard]] tensor make_output(dtype type, shape_t shape, const std::vector<float>& values);
 
-/// Input `index` of `n`; throws invalid_argument naming the node when it is absent.
-const tensor& require_input(const node& n, std::span<const tensor* const> inputs, std::size_t index,
-                            const char* what);
-
 /// Throws invalid_argument naming the node unless `t` is float32 or float16.
 void require_float(const node& n, const tensor& t, const char* what);
 

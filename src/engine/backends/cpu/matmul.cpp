@@ -2,6 +2,7 @@
 
 #include "engine/backends/cpu/blas.hpp"
 #include "engine/backends/cpu/float_io.hpp"
+#include "engine/backends/cpu/kernel_args.hpp"
 
 #include <algorithm>
 #include <array>
@@ -136,7 +137,7 @@ void run_matmul(const node& n, std::span<const tensor* const> inputs, std::span<
 void run_gemm(const node& n, std::span<const tensor* const> inputs, std::span<tensor> outputs) {
   const tensor& a = require_input(n, inputs, 0, "A");
   const tensor& b = require_input(n, inputs, 1, "B");
-  const tensor* c = inputs.size() > 2 ? inputs[2] : nullptr;
+  const tensor* c = optional_input(inputs, 2);
   require_float(n, a, "A");
   require_same_type(n, a, b, "B");
   if (c != nullptr) require_same_type(n, a, *c, "C");

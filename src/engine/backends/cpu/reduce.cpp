@@ -1,6 +1,7 @@
 #include "engine/backends/cpu/reduce.hpp"
 
 #include "engine/backends/cpu/float_io.hpp"
+#include "engine/backends/cpu/kernel_args.hpp"
 
 #include <algorithm>
 #include <array>
@@ -20,22 +21,6 @@ const tensor& float_input(const node& n, std::span<const tensor* const> inputs, 
   const tensor& t = require_input(n, inputs, index, what);
   require_float(n, t, what);
   return t;
-}
-
-/// `axis` mapped into [0, rank); ONNX accepts [-rank, rank - 1].
-std::size_t normalize_axis(const node& n, std::int64_t axis, std::size_t rank) {
-  const auto r = static_cast<std::int64_t>(rank);
-  if (axis < -r || axis >= r) {
-    throw invalid_argument(n.describe() + ": expected an axis in [" + std::to_string(-r) + ", " +
-                           std::to_string(r - 1) + "], got " + std::to_string(axis));
-  }
-  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
-}
-
-std::int64_t product(const shape_t& shape, std::size_t begin, std::size_t end) {
-  std::int64_t result = 1;
-  for (std::size_t i = begin; i < end; ++i) result *= shape[i];
-  return result;
 }
 
 enum class reduce_kind : std::uint8_t { mean, sum, max };
@@ -209,7 +194,7 @@ void run_layer_norm(const node& n, std::span<const tensor* const> inputs,
                     std::span<tensor> outputs) {
   const tensor& x = float_input(n, inputs, 0, "X");
   const tensor& scale = float_input(n, inputs, 1, "Scale");
-  const tensor* bias = inputs.size() > 2 ? inputs[2] : nullptr;
+  const tensor* bias = optional_input(inputs, 2);
   for (const tensor* t : {&scale, bias}) {
     if (t != nullptr && t->type() != x.type()) {
       throw invalid_argument(n.describe() + ": expected Scale and B of dtype " +

@@ -14,26 +14,12 @@
 #include <vector>
 
 #include "coolbench/core/error.hpp"
+#include "engine/backends/cpu/kernel_args.hpp"
 
 namespace coolbench::engine::cpu {
 namespace {
 
 using int_list = std::vector<std::int64_t>;
-
-[[noreturn]] void fail(const node& n, const std::string& message) {
-  throw invalid_argument(n.describe() + ": " + message);
-}
-
-const tensor& input(const node& n, std::span<const tensor* const> inputs, std::size_t index) {
-  if (index >= inputs.size() || inputs[index] == nullptr) {
-    fail(n, "expected input " + std::to_string(index) + ", got none");
-  }
-  return *inputs[index];
-}
-
-const tensor* optional_input(std::span<const tensor* const> inputs, std::size_t index) {
-  return index < inputs.size() ? inputs[index] : nullptr;
-}
 
 tensor& output(const node& n, std::span<tensor> outputs, std::size_t index) {
   if (index >= outputs.size()) {
@@ -66,19 +52,11 @@ std::int64_t read_int_scalar(const node& n, const tensor& t, const std::string& 
 
 std::int64_t rank_of(const tensor& t) { return static_cast<std::int64_t>(t.rank()); }
 
-std::size_t normalize_axis(const node& n, std::int64_t axis, std::int64_t rank) {
-  if (axis < -rank || axis >= rank) {
-    fail(n, "expected an axis in [" + std::to_string(-rank) + ", " + std::to_string(rank - 1) +
-                "], got " + std::to_string(axis));
-  }
-  return static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
-}
-
 // Normalized axes, each once.
 std::vector<std::size_t> normalize_axes(const node& n, const int_list& axes, std::int64_t rank) {
   std::vector<std::size_t> result;
   for (const std::int64_t axis : axes) {
-    const std::size_t a = normalize_axis(n, axis, rank);
+    const std::size_t a = normalize_axis(n, axis, static_cast<std::size_t>(rank));
     if (std::find(result.begin(), result.end(), a) != result.end()) {
       fail(n, "expected distinct axes, got axis " + std::to_string(axis) + " twice");
     }
@@ -91,12 +69,6 @@ int_list strides_of(const shape_t& shape) {
   int_list strides(shape.size(), 1);
   for (std::size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
   return strides;
-}
-
-std::int64_t product(const shape_t& shape, std::size_t begin, std::size_t end) {
-  std::int64_t result = 1;
-  for (std::size_t d = begin; d < end; ++d) result *= shape[d];
-  return result;
 }
 
 // The element size is a template parameter so memcpy compiles to one move.
@@ -248,7 +220,7 @@ void unsqueeze(const node& n, std::span<const tensor* const> inputs, std::span<t
 
 void concat(const node& n, std::span<const tensor* const> inputs, std::span<tensor> outputs) {
   const tensor& first = input(n, inputs, 0);
-  const std::size_t axis = normalize_axis(n, n.get<std::int64_t>("axis"), rank_of(first));
+  const std::size_t axis = normalize_axis(n, n.get<std::int64_t>("axis"), first.rank());
   shape_t shape = first.shape();
   shape[axis] = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -283,7 +255,7 @@ void concat(const node& n, std::span<const tensor* const> inputs, std::span<tens
 
 void split(const node& n, std::span<const tensor* const> inputs, std::span<tensor> outputs) {
   const tensor& data = input(n, inputs, 0);
-  const std::size_t axis = normalize_axis(n, n.get<std::int64_t>("axis", 0), rank_of(data));
+  const std::size_t axis = normalize_axis(n, n.get<std::int64_t>("axis", 0), data.rank());
   const std::int64_t dim = data.shape()[axis];
   const auto parts = static_cast<std::int64_t>(outputs.size());
   int_list sizes;
@@ -411,7 +383,7 @@ void slice(const node& n, std::span<const tensor* const> inputs, std::span<tenso
 void gather(const node& n, std::span<const tensor* const> inputs, std::span<tensor> outputs) {
   const tensor& data = input(n, inputs, 0);
   const tensor& indices_tensor = input(n, inputs, 1);
-  const std::size_t axis = normalize_axis(n, n.get<std::int64_t>("axis", 0), rank_of(data));
+  const std::size_t axis = normalize_axis(n, n.get<std::int64_t>("axis", 0), data.rank());
   const int_list indices = read_ints(n, indices_tensor, "indices");
   const std::int64_t dim = data.shape()[axis];
   shape_t shape(data.shape().begin(), data.shape().begin() + static_cast<std::ptrdiff_t>(axis));

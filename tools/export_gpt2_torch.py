@@ -18,7 +18,7 @@ GPU is used). Also writes OUT/summary.json: versions, each variant's operator
 histogram, onnxruntime-vs-PyTorch differences, and the operator histogram of
 a full-size GPT-2 small export (not kept: it is 500 MB).
 
-    python3 python/export_gpt2_torch.py OUT [--skip-full]
+    python3 tools/export_gpt2_torch.py OUT [--skip-full]
 """
 
 import argparse
