@@ -59,3 +59,13 @@ def test_the_reports_add_compiles_and_runs_on_the_cpu():
     b = rng.standard_normal((1, 2, 3, 3), dtype=np.float32)
     out = vm["main"](tvm.runtime.tensor(a), tvm.runtime.tensor(b))
     np.testing.assert_array_equal(out.numpy(), a + b)
+
+
+def test_without_tvm_the_import_says_what_to_install(monkeypatch):
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tvm_ffi", None)  # as if apache-tvm-ffi were not installed
+    monkeypatch.delitem(sys.modules, "coolbench.tvm")
+    with pytest.raises(ImportError, match="pip install apache-tvm"):
+        importlib.import_module("coolbench.tvm")

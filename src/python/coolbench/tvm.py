@@ -33,8 +33,16 @@ def cuda_reset(device_id=0, force=False):
     return _coolbench.release(int(device_id), force=bool(force))
 
 
+# The exceptions the release raises. TVM-FFI carries an exception across the
+# call by its class name and turns names it does not know into RuntimeError;
+# registered, they come back to TVM's caller as coolbench's own classes.
+_RELEASE_ERRORS = ("ReleaseRefused", "NotAvailable", "InvalidArgument", "Timeout")
+
+
 def register():
     """Register ``device_api.cuda_reset`` in TVM's global registry (again: harmless); returns the name."""
+    for name in _RELEASE_ERRORS:
+        tvm_ffi.register_error(name, getattr(_coolbench, name))
     tvm_ffi.register_global_func(GLOBAL_NAME, cuda_reset, override=True)
     return GLOBAL_NAME
 
