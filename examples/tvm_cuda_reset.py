@@ -28,7 +28,7 @@ def load_tvm_runtime(runtime_dir):
 
         os.environ.setdefault("TVM_USE_RUNTIME_LIB", "1")
         sys.path.insert(0, runtime_dir)
-        lib = os.path.join(runtime_dir, "tvm")
+        lib = os.path.join(runtime_dir, "tvm", "lib")
         for name in ("libcudart.so.13", "libtvm_runtime.so", "libtvm_runtime_cuda.so"):
             path = os.path.join(lib, name)
             if os.path.exists(path):
