@@ -29,10 +29,11 @@ def load_tvm_runtime(runtime_dir):
         os.environ.setdefault("TVM_USE_RUNTIME_LIB", "1")
         sys.path.insert(0, runtime_dir)
         lib = os.path.join(runtime_dir, "tvm", "lib")
-        for name in ("libcudart.so.13", "libtvm_runtime.so", "libtvm_runtime_cuda.so"):
-            path = os.path.join(lib, name)
-            if os.path.exists(path):
-                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        # in dependency order: TVM's runtime needs libtvm_ffi.so, its CUDA part libcudart
+        for path in (os.path.join(runtime_dir, "tvm_ffi", "lib", "libtvm_ffi.so"),
+                     os.path.join(lib, "libcudart.so.13"), os.path.join(lib, "libtvm_runtime.so"),
+                     os.path.join(lib, "libtvm_runtime_extra.so"), os.path.join(lib, "libtvm_runtime_cuda.so")):
+            ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     import tvm
 
     return tvm
