@@ -67,6 +67,9 @@ def main(argv=None):
     print("1. the Add ran on the GPU: right answer")
 
     gc.collect()  # TVM's arrays and the VM dropped
+    # The Relax VM's pooled allocator keeps freed blocks on the GPU; they are TVM's
+    # memory still held, which the release would rightly refuse. Hand them back first.
+    tvm.get_global_func("vm.builtin.memory_manager.clear")()
     cuda_reset = tvm.get_global_func("device_api.cuda_reset")
     report = cuda_reset(0)
     print("2. device_api.cuda_reset(0):", report)
