@@ -104,7 +104,10 @@ py::array to_array(const engine::tensor& t) {
     }
     return out;
   }
-  py::array out(py::dtype(std::string(engine::to_string(t.type()))), shape);
+  // numpy.empty: C-contiguous, of numpy's own dtype of that name.
+  auto out = py::module_::import("numpy")
+                 .attr("empty")(py::tuple(py::cast(shape)), std::string(engine::to_string(t.type())))
+                 .cast<py::array>();
   if (t.bytes() > 0) std::memcpy(out.mutable_data(), t.raw().data(), t.bytes());
   return out;
 }

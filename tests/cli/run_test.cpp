@@ -95,7 +95,7 @@ TEST_F(run_test, an_explicit_cpu_device_runs_without_the_fallback_line) {
   const run_result r = run({"run", model, "--device", "cpu", "--dim", "batch=1", "--dim",
                             "sequence=4", "--min-time", "0.1", "--max-time", "1"});
   ASSERT_EQ(r.code, 0) << describe(r);
-  EXPECT_EQ(r.err.find("running the model on the CPU"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("running the model on the CPU"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(cpu"), std::string::npos) << r.out;
 }
 
@@ -131,7 +131,10 @@ TEST_F(run_test, a_cpu_model_run_writes_json_and_csv) {
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("median "), std::string::npos) << r.out;
   // No --device and no GPU: the CPU, said in one line.
-  expect_one_line(r.err, "no NVIDIA GPU or driver found: running the model on the CPU");
+  EXPECT_NE(r.out.find("no NVIDIA GPU or driver found: running the model on the CPU (choose with "
+                       "--device cpu or --device N)\n"),
+            std::string::npos)
+      << r.out;
   const auto doc = nlohmann::json::parse(read_file(json_path));
   EXPECT_EQ(doc["schema"], "coolbench.run/1");
   EXPECT_TRUE(doc["complete"].get<bool>());

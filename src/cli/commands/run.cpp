@@ -115,17 +115,19 @@ std::filesystem::path default_model(bool half, bool quiet) {
 }
 
 /// The engine backend for --device: "cpu", "cuda:N", or (not given) "cuda:0"
-/// when a GPU is seen, else "cpu" with one line saying so. An explicit
+/// when a GPU is seen, else "cpu" with one line saying so (unless quiet). An explicit
 /// ordinal is checked here: not_available without a driver (exit 3),
 /// invalid_argument for a GPU that does not exist (exit 4).
-std::string model_backend(const std::string& device) {
+std::string model_backend(const std::string& device, bool quiet) {
   if (device == "cpu") return "cpu";
   if (device.empty()) {
     if (device::device::count() > 0) return "cuda:0";
-    std::fflush(stdout);
-    fmt::print(stderr,
-               "coolbench run: no NVIDIA GPU or driver found: running the model on the CPU "
-               "(choose with --device cpu or --device N)\n");
+    // Not an error, so on stdout; the summary names the backend as well.
+    if (!quiet) {
+      fmt::print(
+          "no NVIDIA GPU or driver found: running the model on the CPU (choose with --device "
+          "cpu or --device N)\n");
+    }
     return "cpu";
   }
   const int ordinal = std::stoi(device);
@@ -164,7 +166,7 @@ int run_run(const run_options& o) {
         "model; measure a GPU workload with --workload gemm:DTYPE:M:N:K[:COUNT] or "
         "gemm:fp16:gpt2-small");
 #else
-    const std::string backend = model_backend(o.device);
+    const std::string backend = model_backend(o.device, o.quiet);
     std::filesystem::path model = o.model;
     if (model.empty()) {
       const bool half = backend != "cpu";
