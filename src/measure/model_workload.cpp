@@ -119,7 +119,8 @@ std::optional<int> cuda_ordinal(const std::string& backend) {
   if (backend == "cuda") return 0;
   if (!backend.starts_with("cuda:")) return std::nullopt;
   const std::string digits = backend.substr(5);
-  if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos) {
+  if (digits.empty() || digits.size() > 4 ||
+      digits.find_first_not_of("0123456789") != std::string::npos) {
     throw invalid_argument("backend '" + backend + "': expected cuda:N with N a CUDA ordinal");
   }
   return std::stoi(digits);
@@ -246,8 +247,7 @@ class session_workload final : public workload {
 std::unique_ptr<workload> make_session_workload(std::shared_ptr<engine::session> session,
                                                 std::map<std::string, engine::tensor> inputs,
                                                 std::string name) {
-  return std::make_unique<session_workload>(std::move(session), std::move(inputs),
-                                            std::move(name));
+  return std::make_unique<session_workload>(std::move(session), std::move(inputs), std::move(name));
 }
 
 std::unique_ptr<workload> make_model_workload(

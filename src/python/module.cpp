@@ -454,11 +454,11 @@ PYBIND11_MODULE(_coolbench, m) {
 
   m.def(
       "measure",
-      [](py::object workload, py::object feeds, py::object setup, py::object teardown, std::optional<int> device,
-         std::uintptr_t stream, std::optional<bool> hold, std::optional<std::string> release,
-         std::optional<std::string> name, std::optional<double> flops,
-         std::map<std::string, std::int64_t> dims, int telemetry_period_ms, py::object progress,
-         bool check, const py::kwargs& options) {
+      [](py::object workload, py::object feeds, py::object setup, py::object teardown,
+         std::optional<int> device, std::uintptr_t stream, std::optional<bool> hold,
+         std::optional<std::string> release, std::optional<std::string> name,
+         std::optional<double> flops, std::map<std::string, std::int64_t> dims,
+         int telemetry_period_ms, py::object progress, bool check, const py::kwargs& options) {
         measure_arguments a;
         a.workload = std::move(workload);
         a.feeds = std::move(feeds);
@@ -478,12 +478,11 @@ PYBIND11_MODULE(_coolbench, m) {
         return run_measure(a);
       },
       py::arg("workload"), py::arg("feeds") = py::none(), py::kw_only(),
-      py::arg("setup") = py::none(),
-      py::arg("teardown") = py::none(), py::arg("device") = py::none(), py::arg("stream") = 0,
-      py::arg("hold") = py::none(), py::arg("release") = py::none(), py::arg("name") = py::none(),
-      py::arg("flops") = py::none(), py::arg("dims") = std::map<std::string, std::int64_t>{},
-      py::arg("telemetry_period_ms") = 20, py::arg("progress") = py::none(),
-      py::arg("check") = true, measure_doc().c_str());
+      py::arg("setup") = py::none(), py::arg("teardown") = py::none(),
+      py::arg("device") = py::none(), py::arg("stream") = 0, py::arg("hold") = py::none(),
+      py::arg("release") = py::none(), py::arg("name") = py::none(), py::arg("flops") = py::none(),
+      py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("telemetry_period_ms") = 20,
+      py::arg("progress") = py::none(), py::arg("check") = true, measure_doc().c_str());
   m.def(
       "release",
       [](int device, bool force, bool wait) {

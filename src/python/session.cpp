@@ -79,8 +79,8 @@ engine::tensor to_tensor(const engine::value_info& input, const py::handle& valu
     return t;
   }
   if (got != want) {
-    throw invalid_argument("input '" + input.name + "' is " + want + " in the model; got a " +
-                           got + " array" +
+    throw invalid_argument("input '" + input.name + "' is " + want + " in the model; got a " + got +
+                           " array" +
                            (input.type == engine::dtype::bfloat16
                                 ? " (give bfloat16 as float32, or an ml_dtypes bfloat16 array)"
                                 : " (convert it with .astype(numpy." + want + "))"));
@@ -105,9 +105,10 @@ py::array to_array(const engine::tensor& t) {
     return out;
   }
   // numpy.empty: C-contiguous, of numpy's own dtype of that name.
-  auto out = py::module_::import("numpy")
-                 .attr("empty")(py::tuple(py::cast(shape)), std::string(engine::to_string(t.type())))
-                 .cast<py::array>();
+  auto out =
+      py::module_::import("numpy")
+          .attr("empty")(py::tuple(py::cast(shape)), std::string(engine::to_string(t.type())))
+          .cast<py::array>();
   if (t.bytes() > 0) std::memcpy(out.mutable_data(), t.raw().data(), t.bytes());
   return out;
 }
@@ -120,13 +121,14 @@ class py_session {
     m_device = device ? *device : (device::device::count() > 0 ? "cuda:0" : "cpu");
     if (!device && m_device == "cpu") {
       py::module_::import("warnings")
-          .attr("warn")("coolbench.Session: no NVIDIA GPU or driver found: running on the CPU "
-                        "(choose with device='cpu' or device='cuda:N')",
-                        py::module_::import("builtins").attr("RuntimeWarning"), 2);
+          .attr("warn")(
+              "coolbench.Session: no NVIDIA GPU or driver found: running on the CPU "
+              "(choose with device='cpu' or device='cuda:N')",
+              py::module_::import("builtins").attr("RuntimeWarning"), 2);
     }
     if (m_device != "cpu" && m_device != "cuda" && !m_device.starts_with("cuda:")) {
-      throw invalid_argument("device takes 'cpu' or 'cuda:N' (N a CUDA ordinal); got '" +
-                             m_device + "'");
+      throw invalid_argument("device takes 'cpu' or 'cuda:N' (N a CUDA ordinal); got '" + m_device +
+                             "'");
     }
     engine::session_options options;
     for (const auto& [symbol, value] : dims) options.dimensions[symbol] = value;
@@ -135,9 +137,7 @@ class py_session {
     m_session = std::make_shared<engine::session>(std::move(g), options, m_device);
   }
 
-  [[nodiscard]] const std::shared_ptr<engine::session>& engine_session() const {
-    return m_session;
-  }
+  [[nodiscard]] const std::shared_ptr<engine::session>& engine_session() const { return m_session; }
   [[nodiscard]] const std::string& device() const { return m_device; }
 
   /// The feeds as tensors keyed by input name, every input present, no other.
@@ -148,11 +148,13 @@ class py_session {
       const auto& inputs = m_session->inputs();
       const auto it = std::find_if(inputs.begin(), inputs.end(),
                                    [&](const engine::value_info& v) { return v.name == name; });
-      if (it == inputs.end()) throw invalid_argument("the model has no input '" + name + "'" + input_list());
+      if (it == inputs.end())
+        throw invalid_argument("the model has no input '" + name + "'" + input_list());
       out.insert_or_assign(name, to_tensor(*it, value));
     }
     for (const auto& v : m_session->inputs()) {
-      if (!out.contains(v.name)) throw invalid_argument("input '" + v.name + "' is missing from feeds");
+      if (!out.contains(v.name))
+        throw invalid_argument("input '" + v.name + "' is missing from feeds");
     }
     return out;
   }
@@ -204,8 +206,7 @@ std::unique_ptr<measure::workload> make_session_workload(const py::handle& sessi
     throw invalid_argument("measure(session, feeds): feeds is a dict of input name -> numpy array");
   }
   auto inputs = s.tensors(py::reinterpret_borrow<py::dict>(feeds));
-  return measure::make_session_workload(s.engine_session(), std::move(inputs),
-                                        "session " + s.device());
+  return measure::make_session_workload(s.engine_session(), std::move(inputs), "model session");
 }
 
 void add_session(py::module_& m) {

@@ -84,8 +84,8 @@ TEST_F(run_test, a_missing_model_exits_4_and_no_driver_exits_3) {
 
 TEST_F(run_test, a_model_on_an_explicit_gpu_without_a_driver_exits_3) {
   const std::string model = tiny_model();
-  const run_result r = run({"run", model, "--device", "0", "--dim", "batch=1", "--dim",
-                            "sequence=4"});
+  const run_result r =
+      run({"run", model, "--device", "0", "--dim", "batch=1", "--dim", "sequence=4"});
   EXPECT_EQ(r.code, 3) << describe(r);
   EXPECT_EQ(r.out.find("median"), std::string::npos) << r.out;
 }

@@ -3,6 +3,7 @@ InferenceSession is, on the CPU here (against onnxruntime) and on the GPU in
 the cases marked gpu (cuda:0 against cpu), and measured under the protocol.
 Models come from `coolbench model`, the command beside the module.
 """
+import json
 import os
 import subprocess
 
@@ -129,7 +130,8 @@ def test_measure_a_cpu_session_under_the_protocol(gpt2_model):
     s = coolbench.Session(gpt2_model, device="cpu")
     r = coolbench.measure(s, {"input_ids": _ids()}, min_time=0.1, max_time=2, min_samples=10)
     assert r.figure_ms is not None and r.figure_ms > 0
-    assert "session cpu" in r.workload and "input_ids [1,8]" in r.workload.replace(", ", ",")
+    assert "model session (cpu" in r.workload, r.workload
+    assert "input_ids [1,8]" in r.workload.replace(", ", ","), r.workload
     with pytest.raises(coolbench.InvalidArgument, match="feeds"):
         coolbench.measure(s, [1, 2])
     with pytest.raises(coolbench.InvalidArgument, match="feeds go with a coolbench.Session"):
@@ -178,5 +180,20 @@ def test_measure_a_cuda_session_is_a_gpu_run_over_contexts(gpt2_model):
     doc = r.to_dict()
     assert doc["environment"]["gpu"] is not None  # gated and watched as a GPU workload
     assert "cuda" in r.workload
+    assert len(doc["summary"]["contexts"]["per_context"]) >= 2  # released between contexts
     (after,) = s.run(None, feeds)  # usable after the protocol's releases
     np.testing.assert_array_equal(after, before)
+
+
+@pytest.mark.gpu
+def test_coolbench_run_puts_a_model_on_gpu_0_by_default(tmp_path, gpt2_model):
+    json_path = tmp_path / "run.json"
+    done = subprocess.run([COMMAND, "run", gpt2_model, "--dim", "batch=1", "--dim", "sequence=8",
+                           "--contexts", "2", "--min-time", "0.2", "--max-time", "60",
+                           "--json", str(json_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "running the model on the CPU" not in done.stdout
+    doc = json.loads(json_path.read_text())
+    assert "cuda" in doc["workload"], doc["workload"]
+    assert doc["environment"]["gpu"] is not None
+    assert len(doc["summary"]["contexts"]["per_context"]) >= 2  # released between contexts
