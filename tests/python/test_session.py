@@ -197,3 +197,26 @@ def test_coolbench_run_puts_a_model_on_gpu_0_by_default(tmp_path, gpt2_model):
     assert "cuda" in doc["workload"], doc["workload"]
     assert doc["environment"]["gpu"] is not None
     assert len(doc["summary"]["contexts"]["per_context"]) >= 2  # released between contexts
+
+
+def test_bfloat16_takes_float32_and_gives_float32(tmp_path):
+    onnx = pytest.importorskip("onnx", reason="onnx is not installed")
+    helper = onnx.helper
+    bf16 = onnx.TensorProto.BFLOAT16
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["c"])], "add_bf16",
+        [helper.make_tensor_value_info("a", bf16, [2, 3]),
+         helper.make_tensor_value_info("b", bf16, [2, 3])],
+        [helper.make_tensor_value_info("c", bf16, [2, 3])])
+    path = str(tmp_path / "add_bf16.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    s = coolbench.Session(path, device="cpu")
+    assert [v.dtype for v in s.inputs] == ["bfloat16", "bfloat16"]
+    a = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 256.0]], np.float32)
+    b = np.array([[1.0, 0.25, -3.0], [0.5, 1.0, 1.0]], np.float32)
+    (c,) = s.run(None, {"a": a, "b": b})
+    assert c.dtype == np.float32
+    # Exact in bfloat16 but the last: 257 rounds to 256 (8 significant bits).
+    np.testing.assert_array_equal(c, [[2.0, 2.25, 0.0], [1.0, 0.0, 256.0]])
+    with pytest.raises(coolbench.InvalidArgument, match="ml_dtypes"):
+        s.run(None, {"a": a.astype(np.float16), "b": b})
