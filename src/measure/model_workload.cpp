@@ -1,5 +1,11 @@
 // An ONNX model on the engine as a workload: seeded random inputs, set once
-// by prepare(); run() times session::run() with the host clock.
+// by prepare(); run() times session::run() with the host clock. On the CUDA
+// backend session::run() returns only when the outputs are back on the host
+// (it synchronizes the session's stream), so the host clock brackets all of
+// the model's GPU work, with the inputs' and outputs' copies: the latency a
+// caller of session::run() sees. device() names the GPU, so the protocol
+// gates and watches it and releases it between contexts (release() drops the
+// session and every device tensor it holds; prepare() makes a new one).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -108,6 +114,18 @@ engine::tensor random_input(const engine::value_info& input, engine::shape_t sha
   return t;
 }
 
+/// The CUDA ordinal a backend name ("cuda", "cuda:N") runs on; empty for "cpu".
+std::optional<int> cuda_ordinal(const std::string& backend) {
+  if (backend == "cuda") return 0;
+  if (!backend.starts_with("cuda:")) return std::nullopt;
+  const std::string digits = backend.substr(5);
+  if (digits.empty() || digits.size() > 4 ||
+      digits.find_first_not_of("0123456789") != std::string::npos) {
+    throw invalid_argument("backend '" + backend + "': expected cuda:N with N a CUDA ordinal");
+  }
+  return std::stoi(digits);
+}
+
 class model_workload final : public workload {
  public:
   model_workload(std::filesystem::path path, std::string backend,
@@ -115,6 +133,7 @@ class model_workload final : public workload {
       : m_path(std::move(path)),
         m_backend(std::move(backend)),
         m_dimensions(std::move(dimensions)) {
+    (void)cuda_ordinal(m_backend);  // a malformed name fails here, not mid-run
     if (!std::filesystem::is_regular_file(m_path)) {
       throw invalid_argument("no model file '" + m_path.string() + "'");
     }
@@ -129,7 +148,7 @@ class model_workload final : public workload {
     for (const auto& [name, shape] : m_shapes) text += ", " + name + " " + engine::to_string(shape);
     return text;
   }
-  [[nodiscard]] std::optional<int> device() const override { return std::nullopt; }
+  [[nodiscard]] std::optional<int> device() const override { return cuda_ordinal(m_backend); }
 
   void prepare() override {
     if (m_session) return;
@@ -176,7 +195,60 @@ class model_workload final : public workload {
   std::map<std::string, engine::shape_t> m_shapes;
 };
 
+/// A session the caller made, with the caller's inputs: timed as
+/// model_workload is. release() releases the session (its device tensors
+/// and lease); prepare() sets the inputs again, and the session copies its
+/// constants in again by itself on the next run().
+class session_workload final : public workload {
+ public:
+  session_workload(std::shared_ptr<engine::session> s, std::map<std::string, engine::tensor> inputs,
+                   std::string name)
+      : m_session(std::move(s)), m_inputs(std::move(inputs)), m_name(std::move(name)) {
+    if (!m_session) throw invalid_argument("make_session_workload: no session");
+    m_device = cuda_ordinal(std::string(m_session->backend_name()));
+  }
+  [[nodiscard]] std::string describe() const override {
+    std::string text = m_name + " (" + m_session->backend_description() + ")";
+    for (const auto& [name, value] : m_inputs) {
+      text += ", " + name + " " + engine::to_string(value.shape());
+    }
+    return text;
+  }
+  [[nodiscard]] std::optional<int> device() const override { return m_device; }
+  void prepare() override {
+    if (m_prepared) return;
+    for (const auto& [name, value] : m_inputs) m_session->set_input(name, value);
+    m_prepared = true;
+  }
+  timing run() override {
+    prepare();
+    timing t;
+    t.start_ns = steady_now_ns();
+    m_session->run();
+    t.end_ns = steady_now_ns();
+    t.latency_ms = static_cast<double>(t.end_ns - t.start_ns) / 1e6;
+    return t;
+  }
+  void release() override {
+    m_session->release();
+    m_prepared = false;
+  }
+
+ private:
+  std::shared_ptr<engine::session> m_session;
+  std::map<std::string, engine::tensor> m_inputs;
+  std::string m_name;
+  std::optional<int> m_device;
+  bool m_prepared = false;
+};
+
 }  // namespace
+
+std::unique_ptr<workload> make_session_workload(std::shared_ptr<engine::session> session,
+                                                std::map<std::string, engine::tensor> inputs,
+                                                std::string name) {
+  return std::make_unique<session_workload>(std::move(session), std::move(inputs), std::move(name));
+}
 
 std::unique_ptr<workload> make_model_workload(
     const std::filesystem::path& model, std::string_view backend,

@@ -31,6 +31,9 @@
 #include "coolbench/measure/workload.hpp"
 #include "coolbench/report.hpp"
 #include "python/keywords.hpp"
+#ifdef COOLBENCH_PYTHON_HAVE_ENGINE
+#include "python/session.hpp"
+#endif
 
 namespace py = pybind11;
 
@@ -165,6 +168,7 @@ py::object make_error(const py::object& type, const std::string& message, const 
 
 struct measure_arguments {
   py::object workload;
+  py::object feeds;  ///< with a Session
   py::object setup;
   py::object teardown;
   std::optional<int> device;
@@ -182,8 +186,16 @@ struct measure_arguments {
 };
 
 result run_measure(const measure_arguments& a) {
-  const bool is_callable = PyCallable_Check(a.workload.ptr()) != 0;
-  if (!is_callable && !py::isinstance<py::str>(a.workload)) {
+#ifdef COOLBENCH_PYTHON_HAVE_ENGINE
+  const bool is_model_session = is_session(a.workload);
+#else
+  const bool is_model_session = false;
+#endif
+  const bool is_callable = !is_model_session && PyCallable_Check(a.workload.ptr()) != 0;
+  if (!is_model_session && !a.feeds.is_none()) {
+    throw invalid_argument("feeds go with a coolbench.Session: measure(session, feeds)");
+  }
+  if (!is_callable && !is_model_session && !py::isinstance<py::str>(a.workload)) {
     throw invalid_argument(
         "measure() takes a callable (one inference) or a workload name: "
         "'gemm:DTYPE:M:N:K[:COUNT]', 'gemm:fp16:gpt2-small' or the path of an .onnx model");
@@ -234,6 +246,14 @@ result run_measure(const measure_arguments& a) {
     spec.hold = a.hold.value_or(true);
     spec.flops = a.flops;
     w = measure::make_callable_workload(std::move(spec));
+  } else if (is_model_session) {
+#ifdef COOLBENCH_PYTHON_HAVE_ENGINE
+    if (!a.setup.is_none() || !a.teardown.is_none() || a.hold || a.device) {
+      throw invalid_argument(
+          "setup, teardown, hold and device go with a callable; a Session has its device");
+    }
+    w = make_session_workload(a.workload, a.feeds);
+#endif
   } else {
     if (!a.setup.is_none() || !a.teardown.is_none() || a.hold) {
       throw invalid_argument("setup, teardown and hold go with a callable, not a workload name");
@@ -371,6 +391,9 @@ PYBIND11_MODULE(_coolbench, m) {
       m, "Interrupted", "Ctrl-C during a measurement; .result holds what was measured.",
       py::make_tuple(py::reinterpret_borrow<py::object>(PyExc_KeyboardInterrupt)));
   translate_exceptions();
+#ifdef COOLBENCH_PYTHON_HAVE_ENGINE
+  add_session(m);
+#endif
 
   py::class_<result>(m, "Result", "What coolbench.measure() measured, with the evidence.")
       .def_property_readonly("figure_ms", &result::figure_ms,
@@ -431,13 +454,14 @@ PYBIND11_MODULE(_coolbench, m) {
 
   m.def(
       "measure",
-      [](py::object workload, py::object setup, py::object teardown, std::optional<int> device,
-         std::uintptr_t stream, std::optional<bool> hold, std::optional<std::string> release,
-         std::optional<std::string> name, std::optional<double> flops,
-         std::map<std::string, std::int64_t> dims, int telemetry_period_ms, py::object progress,
-         bool check, const py::kwargs& options) {
+      [](py::object workload, py::object feeds, py::object setup, py::object teardown,
+         std::optional<int> device, std::uintptr_t stream, std::optional<bool> hold,
+         std::optional<std::string> release, std::optional<std::string> name,
+         std::optional<double> flops, std::map<std::string, std::int64_t> dims,
+         int telemetry_period_ms, py::object progress, bool check, const py::kwargs& options) {
         measure_arguments a;
         a.workload = std::move(workload);
+        a.feeds = std::move(feeds);
         a.setup = std::move(setup);
         a.teardown = std::move(teardown);
         a.device = device;
@@ -453,12 +477,12 @@ PYBIND11_MODULE(_coolbench, m) {
         a.check = check;
         return run_measure(a);
       },
-      py::arg("workload"), py::kw_only(), py::arg("setup") = py::none(),
-      py::arg("teardown") = py::none(), py::arg("device") = py::none(), py::arg("stream") = 0,
-      py::arg("hold") = py::none(), py::arg("release") = py::none(), py::arg("name") = py::none(),
-      py::arg("flops") = py::none(), py::arg("dims") = std::map<std::string, std::int64_t>{},
-      py::arg("telemetry_period_ms") = 20, py::arg("progress") = py::none(),
-      py::arg("check") = true, measure_doc().c_str());
+      py::arg("workload"), py::arg("feeds") = py::none(), py::kw_only(),
+      py::arg("setup") = py::none(), py::arg("teardown") = py::none(),
+      py::arg("device") = py::none(), py::arg("stream") = 0, py::arg("hold") = py::none(),
+      py::arg("release") = py::none(), py::arg("name") = py::none(), py::arg("flops") = py::none(),
+      py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("telemetry_period_ms") = 20,
+      py::arg("progress") = py::none(), py::arg("check") = true, measure_doc().c_str());
   m.def(
       "release",
       [](int device, bool force, bool wait) {

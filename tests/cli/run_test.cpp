@@ -56,7 +56,10 @@ TEST_F(run_test, impossible_bounds_and_bad_values_are_usage_errors) {
            {{"run", "--workload", "gemm:fp8:1:1:1"}, "fp8"},
            {{"run", "--mode", "warm"}, "--mode"},
            {{"run", "--rel-ci", "0"}, "--rel-ci"},
-           {{"run", "--bogus"}, "--bogus"}}) {
+           {{"run", "--bogus"}, "--bogus"},
+           {{"run", model, "--device", "gpu"}, "must be cpu or a CUDA ordinal"},
+           {{"run", model, "--device", "-1"}, "--device"},
+           {{"run", "--workload", "gemm:fp16:1:1:1", "--device", "cpu"}, "--device cpu"}}) {
     const run_result r = run(args);
     EXPECT_EQ(r.code, 2) << describe(r);
     expect_one_line(r.err, needle);
@@ -77,6 +80,23 @@ TEST_F(run_test, a_missing_model_exits_4_and_no_driver_exits_3) {
   const run_result gpu = run({"run", "--workload", "gemm:fp16:64:64:64"});
   EXPECT_EQ(gpu.code, 3) << describe(gpu);
   expect_one_line(gpu.err, "/nonexistent/libnvidia-ml.so.1");
+}
+
+TEST_F(run_test, a_model_on_an_explicit_gpu_without_a_driver_exits_3) {
+  const std::string model = tiny_model();
+  const run_result r =
+      run({"run", model, "--device", "0", "--dim", "batch=1", "--dim", "sequence=4"});
+  EXPECT_EQ(r.code, 3) << describe(r);
+  EXPECT_EQ(r.out.find("median"), std::string::npos) << r.out;
+}
+
+TEST_F(run_test, an_explicit_cpu_device_runs_without_the_fallback_line) {
+  const std::string model = tiny_model();
+  const run_result r = run({"run", model, "--device", "cpu", "--dim", "batch=1", "--dim",
+                            "sequence=4", "--min-time", "0.1", "--max-time", "1"});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out.find("running the model on the CPU"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(cpu"), std::string::npos) << r.out;
 }
 
 TEST_F(run_test, an_unbound_model_dimension_is_a_usage_error_naming_the_flag) {
@@ -110,6 +130,11 @@ TEST_F(run_test, a_cpu_model_run_writes_json_and_csv) {
            "--max-time", "3", "--json", json_path.string(), "--csv", csv_path.string()});
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("median "), std::string::npos) << r.out;
+  // No --device and no GPU: the CPU, said in one line.
+  EXPECT_NE(r.out.find("no NVIDIA GPU or driver found: running the model on the CPU (choose with "
+                       "--device cpu or --device N)\n"),
+            std::string::npos)
+      << r.out;
   const auto doc = nlohmann::json::parse(read_file(json_path));
   EXPECT_EQ(doc["schema"], "coolbench.run/1");
   EXPECT_TRUE(doc["complete"].get<bool>());

@@ -99,5 +99,15 @@ TEST_F(model_workload_test, a_missing_file_and_an_unknown_backend_are_errors) {
   EXPECT_THROW(w->prepare(), invalid_argument);
 }
 
+TEST_F(model_workload_test, a_cuda_backend_makes_a_gpu_workload_of_its_ordinal) {
+  // Only the name is read here: no session is made before prepare(), so no GPU is needed.
+  const fs::path path = dir() / "add.onnx";
+  engine::write_model(path, engine::make_add_model());
+  EXPECT_EQ(make_model_workload(path, "cpu")->device(), std::nullopt);
+  EXPECT_EQ(make_model_workload(path, "cuda")->device(), 0);
+  EXPECT_EQ(make_model_workload(path, "cuda:1")->device(), 1);
+  EXPECT_THROW((void)make_model_workload(path, "cuda:x"), invalid_argument);
+}
+
 }  // namespace
 }  // namespace coolbench::measure

@@ -24,6 +24,11 @@
 #include "coolbench/core/error.hpp"
 #include "coolbench/measure/timing.hpp"
 
+namespace coolbench::engine {
+class session;
+class tensor;
+}  // namespace coolbench::engine
+
 namespace coolbench::measure {
 
 class workload {
@@ -126,6 +131,14 @@ void validate(const gemm_chain_spec& spec);
 [[nodiscard]] std::unique_ptr<workload> make_model_workload(
     const std::filesystem::path& model, std::string_view backend = "cpu",
     const std::map<std::string, std::int64_t>& dimensions = {});
+
+/// A session the caller made (engine/session.hpp), run with `inputs` (set
+/// again after each release()): what coolbench.measure(session, feeds)
+/// measures in Python. Timed like a model workload; on the CUDA backend it
+/// is a GPU workload of the session's ordinal. Only in a build with the engine.
+[[nodiscard]] std::unique_ptr<workload> make_session_workload(
+    std::shared_ptr<engine::session> session, std::map<std::string, engine::tensor> inputs,
+    std::string name);
 
 /// A workload that calls user code: what the Python module measures
 /// (docs/python.md), or any C++ caller's function.

@@ -18,6 +18,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/help.hpp"
 #include "cli/interrupt.hpp"
+#include "coolbench/device/device.hpp"
 #include "coolbench/report.hpp"
 #ifdef COOLBENCH_HAVE_ENGINE
 #include "coolbench/engine/model.hpp"
@@ -33,7 +34,8 @@ namespace {
 struct run_options {
   std::string model;
   std::string workload;
-  int device = 0;
+  /// "cpu", a CUDA ordinal, or empty: GPU 0 when there is one, else the CPU.
+  std::string device;
   std::vector<std::string> dims;
   /// The protocol's options given, as written: table name (measure/options.hpp) → text.
   std::vector<std::pair<std::string, std::string>> protocol;
@@ -90,22 +92,47 @@ std::map<std::string, std::int64_t> parse_dims(const std::vector<std::string>& d
 }
 
 #ifdef COOLBENCH_HAVE_ENGINE
-/// The built-in default: GPT-2 small, written once into the user's cache.
-std::filesystem::path default_model(bool quiet) {
+/// The built-in default: GPT-2 small, written once into the user's cache;
+/// float16 for a GPU, float32 for the CPU backend (its float16 kernels
+/// convert each element, so fp32 is the CPU's fast case).
+std::filesystem::path default_model(bool half, bool quiet) {
   const char* cache = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
   const std::filesystem::path folder =
       cache != nullptr && *cache != '\0'
           ? std::filesystem::path(cache) / "coolbench"
           : std::filesystem::path(home != nullptr ? home : ".") / ".cache" / "coolbench";
-  const auto path = folder / "gpt2-small-seed1.onnx";
+  const auto path = folder / (half ? "gpt2-small-fp16-seed1.onnx" : "gpt2-small-seed1.onnx");
   if (!std::filesystem::exists(path)) {
     std::error_code ec;
     std::filesystem::create_directories(folder, ec);
     if (!quiet) fmt::print("writing GPT-2 small (124M parameters) to {} ...\n", path.string());
-    engine::write_gpt2_model(engine::gpt2_config{}, path);
+    engine::gpt2_config config;
+    if (half) config.element_type = engine::dtype::float16;
+    engine::write_gpt2_model(config, path);
   }
   return path;
+}
+
+/// The engine backend for --device: "cpu", "cuda:N", or (not given) "cuda:0"
+/// when a GPU is seen, else "cpu" with one line saying so (unless quiet). An explicit
+/// ordinal is checked here: not_available without a driver (exit 3),
+/// invalid_argument for a GPU that does not exist (exit 4).
+std::string model_backend(const std::string& device, bool quiet) {
+  if (device == "cpu") return "cpu";
+  if (device.empty()) {
+    if (device::device::count() > 0) return "cuda:0";
+    // Not an error, so on stdout; the summary names the backend as well.
+    if (!quiet) {
+      fmt::print(
+          "no NVIDIA GPU or driver found: running the model on the CPU (choose with --device "
+          "cpu or --device N)\n");
+    }
+    return "cpu";
+  }
+  const int ordinal = std::stoi(device);
+  (void)device::device::get(ordinal);
+  return "cuda:" + device;
 }
 #endif
 
@@ -121,6 +148,9 @@ int run_run(const run_options& o) {
       throw invalid_argument("give a model or --workload, not both");
     }
     if (o.workload.starts_with("gemm:")) (void)measure::parse_gemm_chain(o.workload);
+    if (!o.workload.empty() && o.device == "cpu") {
+      throw invalid_argument("--workload runs on a GPU; --device cpu is for a model");
+    }
   } catch (const invalid_argument& e) {
     std::fflush(stdout);
     fmt::print(stderr, "coolbench run: {}. Run 'coolbench run --help'.\n", e.what());
@@ -128,7 +158,7 @@ int run_run(const run_options& o) {
   }
   std::unique_ptr<measure::workload> w;
   if (!o.workload.empty()) {
-    w = measure::make_workload(o.workload, o.device);
+    w = measure::make_workload(o.workload, o.device.empty() ? 0 : std::stoi(o.device));
   } else {
 #ifndef COOLBENCH_HAVE_ENGINE
     throw not_available(
@@ -136,19 +166,20 @@ int run_run(const run_options& o) {
         "model; measure a GPU workload with --workload gemm:DTYPE:M:N:K[:COUNT] or "
         "gemm:fp16:gpt2-small");
 #else
+    const std::string backend = model_backend(o.device, o.quiet);
     std::filesystem::path model = o.model;
     if (model.empty()) {
-      model = default_model(o.quiet);
+      const bool half = backend != "cpu";
+      model = default_model(half, o.quiet);
       dims.try_emplace("batch", 1);
       dims.try_emplace("sequence", 128);
       if (!o.quiet) {
-        fmt::print(
-            "no model given: GPT-2 small at batch 1, sequence 128 on the CPU backend "
-            "(the CUDA backend is not built yet)\n");
+        fmt::print("no model given: GPT-2 small {} at batch 1, sequence 128 on {}\n",
+                   half ? "fp16" : "fp32", half ? "GPU " + backend.substr(5) : "the CPU");
       }
     }
     try {
-      w = measure::make_model_workload(model, "cpu", dims);
+      w = measure::make_model_workload(model, backend, dims);
     } catch (const engine::model_error& e) {
       std::fflush(stdout);
       fmt::print(stderr, "coolbench run: {}\n", e.what());
@@ -198,7 +229,16 @@ command add_run_command(CLI::App& parent) {
   app->add_option("--workload", o->workload,
                   "A GPU workload instead: gemm:DTYPE:M:N:K[:COUNT][,M:N:K[:COUNT]...][@ROUNDS], "
                   "or gemm:DTYPE:gpt2-small (docs/measure.md)");
-  add_device_option(*app, o->device);
+  app->add_option("--device", o->device,
+                  "cpu, or the GPU by CUDA ordinal (default: GPU 0 when there is one, else cpu)")
+      ->check([](const std::string& value) -> std::string {
+        if (value == "cpu") return {};
+        if (!value.empty() && value.size() <= 4 &&
+            value.find_first_not_of("0123456789") == std::string::npos) {
+          return {};
+        }
+        return "must be cpu or a CUDA ordinal (0, 1, ...), got '" + value + "'";
+      });
   app->add_option("--dim", o->dims, "Bind a symbolic input dimension: NAME=VALUE (repeatable)");
   // The protocol's options, from their table (measure/options.hpp).
   for (const auto& spec : measure::option_table()) {
