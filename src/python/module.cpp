@@ -332,18 +332,9 @@ void translate_exceptions() {
   });
 }
 
-}  // namespace
-}  // namespace coolbench::python
-
-PYBIND11_MODULE(_coolbench, m) {
-  using namespace coolbench;
-  using namespace coolbench::python;
-  namespace py = pybind11;
-  m.doc() =
-      "coolbench: latency on NVIDIA GPUs that does not depend on the GPU's temperature, and a safe "
-      "in-process release of the GPU. See docs/python.md.";
-  m.attr("__version__") = std::string(coolbench::version());
-
+// The exception hierarchy (docs/python.md), and the translation of the
+// library's errors into it.
+void bind_errors(py::module_& m) {
   auto& types = exceptions();
   const auto runtime_error = py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
   types.error =
@@ -371,7 +362,9 @@ PYBIND11_MODULE(_coolbench, m) {
       m, "Interrupted", "Ctrl-C during a measurement; .result holds what was measured.",
       py::make_tuple(py::reinterpret_borrow<py::object>(PyExc_KeyboardInterrupt)));
   translate_exceptions();
+}
 
+void bind_result(py::module_& m) {
   py::class_<result>(m, "Result", "What coolbench.measure() measured, with the evidence.")
       .def_property_readonly("figure_ms", &result::figure_ms,
                              "The figure: mean of the per-context medians when spread over "
@@ -428,7 +421,9 @@ PYBIND11_MODULE(_coolbench, m) {
           },
           py::arg("path"))
       .def("__repr__", &result::repr);
+}
 
+void bind_measure(py::module_& m) {
   m.def(
       "measure",
       [](py::object workload, py::object setup, py::object teardown, std::optional<int> device,
@@ -459,6 +454,10 @@ PYBIND11_MODULE(_coolbench, m) {
       py::arg("flops") = py::none(), py::arg("dims") = std::map<std::string, std::int64_t>{},
       py::arg("telemetry_period_ms") = 20, py::arg("progress") = py::none(),
       py::arg("check") = true, measure_doc().c_str());
+}
+
+// release(), device_state() and gpu_count().
+void bind_release(py::module_& m) {
   m.def(
       "release",
       [](int device, bool force, bool wait) {
@@ -490,4 +489,19 @@ unless force=True, which leaves that memory's owners with dangling pointers.)");
   m.def(
       "gpu_count", [] { return device::device::count(); },
       "GPUs the CUDA runtime sees (0 without a driver).");
+}
+
+}  // namespace
+}  // namespace coolbench::python
+
+PYBIND11_MODULE(_coolbench, m) {
+  using namespace coolbench::python;
+  m.doc() =
+      "coolbench: latency on NVIDIA GPUs that does not depend on the GPU's temperature, and a safe "
+      "in-process release of the GPU. See docs/python.md.";
+  m.attr("__version__") = std::string(coolbench::version());
+  bind_errors(m);
+  bind_result(m);
+  bind_measure(m);
+  bind_release(m);
 }
