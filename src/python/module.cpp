@@ -352,18 +352,9 @@ void translate_exceptions() {
   });
 }
 
-}  // namespace
-}  // namespace coolbench::python
-
-PYBIND11_MODULE(_coolbench, m) {
-  using namespace coolbench;
-  using namespace coolbench::python;
-  namespace py = pybind11;
-  m.doc() =
-      "coolbench: latency on NVIDIA GPUs that does not depend on the GPU's temperature, and a safe "
-      "in-process release of the GPU. See docs/python.md.";
-  m.attr("__version__") = std::string(coolbench::version());
-
+// The exception hierarchy (docs/python.md), and the translation of the
+// library's errors into it.
+void bind_errors(py::module_& m) {
   auto& types = exceptions();
   const auto runtime_error = py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
   types.error =
@@ -391,10 +382,9 @@ PYBIND11_MODULE(_coolbench, m) {
       m, "Interrupted", "Ctrl-C during a measurement; .result holds what was measured.",
       py::make_tuple(py::reinterpret_borrow<py::object>(PyExc_KeyboardInterrupt)));
   translate_exceptions();
-#ifdef COOLBENCH_PYTHON_HAVE_ENGINE
-  add_session(m);
-#endif
+}
 
+void bind_result(py::module_& m) {
   py::class_<result>(m, "Result", "What coolbench.measure() measured, with the evidence.")
       .def_property_readonly("figure_ms", &result::figure_ms,
                              "The figure: mean of the per-context medians when spread over "
@@ -451,7 +441,9 @@ PYBIND11_MODULE(_coolbench, m) {
           },
           py::arg("path"))
       .def("__repr__", &result::repr);
+}
 
+void bind_measure(py::module_& m) {
   m.def(
       "measure",
       [](py::object workload, py::object feeds, py::object setup, py::object teardown,
@@ -483,6 +475,10 @@ PYBIND11_MODULE(_coolbench, m) {
       py::arg("release") = py::none(), py::arg("name") = py::none(), py::arg("flops") = py::none(),
       py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("telemetry_period_ms") = 20,
       py::arg("progress") = py::none(), py::arg("check") = true, measure_doc().c_str());
+}
+
+// release(), device_state() and gpu_count().
+void bind_release(py::module_& m) {
   m.def(
       "release",
       [](int device, bool force, bool wait) {
@@ -500,8 +496,10 @@ PYBIND11_MODULE(_coolbench, m) {
       R"(Hands GPU `device` back: every resource coolbench owns destroyed, its memory freed, the
 primary context reset, so the GPU can idle while the process goes on. Returns the release
 report (docs/c_api.md). Raises ReleaseRefused, changing nothing, while another thread
-holds a lease or memory coolbench did not allocate (another library's tensors) is live,
-unless force=True, which leaves that memory's owners with dangling pointers.)");
+holds a lease or another runtime's device memory is live in the process (NVML's figure less
+the bare context and coolbench's own, to NVML's 2 MiB step: another library's tensors or
+loaded kernels, docs/device.md), unless force=True, which leaves their owners with
+dangling pointers.)");
 
   m.def(
       "device_state",
@@ -514,4 +512,22 @@ unless force=True, which leaves that memory's owners with dangling pointers.)");
   m.def(
       "gpu_count", [] { return device::device::count(); },
       "GPUs the CUDA runtime sees (0 without a driver).");
+}
+
+}  // namespace
+}  // namespace coolbench::python
+
+PYBIND11_MODULE(_coolbench, m) {
+  using namespace coolbench::python;
+  m.doc() =
+      "coolbench: latency on NVIDIA GPUs that does not depend on the GPU's temperature, and a safe "
+      "in-process release of the GPU. See docs/python.md.";
+  m.attr("__version__") = std::string(coolbench::version());
+  bind_errors(m);
+  bind_result(m);
+  bind_measure(m);
+  bind_release(m);
+#ifdef COOLBENCH_PYTHON_HAVE_ENGINE
+  add_session(m);  // coolbench.Session (session.cpp), where the engine is built
+#endif
 }

@@ -9,7 +9,17 @@
 
 namespace coolbench::engine::cpu {
 
-/// One entry per op type; the table lives for the whole program.
+/// Every elementwise op type and its kernel: the sub-family tables below joined,
+/// made once; the table lives for the whole program.
 [[nodiscard]] std::span<const kernel_entry> elementwise_kernels();
+
+/// One entry per op type; the tables live for the whole program. Unary:
+/// math, activations, Clip, Cast, IsNaN, CumSum, Identity, Dropout
+/// (elementwise_unary.cpp).
+[[nodiscard]] std::span<const kernel_entry> elementwise_unary_kernels();
+
+/// Binary and variadic: arithmetic, Pow, comparisons, logic, Where, Min, Max
+/// (elementwise_binary.cpp).
+[[nodiscard]] std::span<const kernel_entry> elementwise_binary_kernels();
 
 }  // namespace coolbench::engine::cpu

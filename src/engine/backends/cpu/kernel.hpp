@@ -1,7 +1,8 @@
 // The shape every CPU kernel has. A kernel reads its node's attributes and
 // inputs, sizes its outputs itself (outputs arrive default-constructed) and
-// fills them. Kernels live in one file pair per op family; backend.cpp keeps
-// the table that maps op types to them, beside supports().
+// fills them. Kernels live in one header per op family (its .cpp split by
+// sub-family where it would grow large); backend.cpp keeps the table that
+// maps op types to them, beside supports().
 #pragma once
 
 #include <span>

@@ -11,7 +11,18 @@
 
 namespace coolbench::engine::cpu {
 
-/// The op types above and their kernels, in a static table.
+/// Every shape op type and its kernel: the sub-family tables below joined,
+/// made once; the table lives for the whole program.
 [[nodiscard]] std::span<const kernel_entry> shape_kernels();
+
+/// The op types above and their kernels, in static tables per file.
+/// Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Expand, Shape, Size.
+[[nodiscard]] std::span<const kernel_entry> shape_view_kernels();
+
+/// Concat, Split, Slice, Gather, GatherND.
+[[nodiscard]] std::span<const kernel_entry> shape_select_kernels();
+
+/// ConstantOfShape, Constant, Range, Trilu.
+[[nodiscard]] std::span<const kernel_entry> shape_generator_kernels();
 
 }  // namespace coolbench::engine::cpu
