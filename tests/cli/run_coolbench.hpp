@@ -162,11 +162,14 @@ class child {
 
 /// The environment of a machine without the NVIDIA driver: NVML cannot be
 /// opened, and the CUDA driver is the test double at `fake_cuda` (so nothing
-/// real is touched either).
+/// real is touched either). The CUDA runtime linked into coolbench is told to
+/// see no GPU too, so on a GPU machine the command does not pick GPU 0 for a
+/// model and then find NVML missing.
 inline env_map without_driver(const std::string& fake_cuda) {
-  env_map env = inherited_environment({"COOLBENCH_", "FAKE_"});
+  env_map env = inherited_environment({"COOLBENCH_", "FAKE_", "CUDA_VISIBLE_DEVICES"});
   env["COOLBENCH_NVML_LIBRARY"] = "/nonexistent/libnvidia-ml.so.1";
   env["COOLBENCH_CUDA_LIBRARY"] = fake_cuda;
+  env["CUDA_VISIBLE_DEVICES"] = "";
   return env;
 }
 
