@@ -26,8 +26,8 @@
 #include "coolbench/device.hpp"
 #include "coolbench/stats/summary.hpp"
 #include "coolbench/telemetry.hpp"
-#include "device/detail/cuda_check.hpp"
-#include "measure/detail/cublas_check.hpp"
+#include "core/cublas_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace {
 

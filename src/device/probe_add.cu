@@ -6,7 +6,7 @@
 #include <random>
 
 #include "coolbench/device/device.hpp"
-#include "device/detail/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace coolbench::device {
 namespace {

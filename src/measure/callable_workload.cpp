@@ -21,7 +21,7 @@
 #include <cuda_runtime_api.h>
 
 #include "coolbench/device.hpp"
-#include "measure/detail/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "measure/detail/stream_hold.hpp"
 #endif
 

@@ -1,6 +1,6 @@
 #include <cuda_runtime.h>
 
-#include "device/detail/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "gpu/cycle_workload.hpp"
 
 namespace coolbench::testing {

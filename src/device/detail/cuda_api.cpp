@@ -9,9 +9,9 @@
 
 #include "coolbench/core/error.hpp"
 #include "coolbench/telemetry/gpu.hpp"
+#include "core/cuda_check.hpp"
 #include "core/dynamic_library.hpp"
 #include "device/detail/context_probe_runner.hpp"
-#include "device/detail/cuda_check.hpp"
 #include "device/detail/gpu_api.hpp"
 
 namespace coolbench::device::detail {

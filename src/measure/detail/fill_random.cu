@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "measure/detail/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "measure/detail/fill_random.hpp"
 
 namespace coolbench::measure::detail {

@@ -1,6 +1,6 @@
 #include <cuda_runtime.h>
 
-#include "measure/detail/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "measure/detail/stream_hold.hpp"
 
 namespace coolbench::measure::detail {

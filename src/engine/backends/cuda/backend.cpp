@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "device/detail/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "engine/backends/registry.hpp"
 
 namespace coolbench::engine {

@@ -11,7 +11,7 @@
 #include <type_traits>
 
 #include "coolbench/core/error.hpp"
-#include "device/detail/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "engine/backends/cuda/kernels.hpp"
 
 namespace coolbench::engine::cuda {

@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/cublas_check.hpp"
 #include "engine/backends/cuda/backend.hpp"
-#include "engine/backends/cuda/cublas_check.hpp"
 #include "engine/backends/cuda/kernels.hpp"
 
 namespace coolbench::engine::cuda {
@@ -24,7 +24,7 @@ blas_state& cuda_backend::blas() {
   m_blas.reset();  // a release destroyed the handle: owner's destroy already ran
   auto state = std::make_unique<blas_state>();
   cublasLtHandle_t handle = nullptr;
-  COOLBENCH_ENGINE_CUBLAS_CALL(cublasLtCreate(&handle));
+  COOLBENCH_CUBLAS_CALL(cublasLtCreate(&handle));
   state->handle = handle;
   state->owner =
       lease().adopt(device::resource_kind::blas_handle, [handle] { cublasLtDestroy(handle); });
@@ -77,12 +77,12 @@ struct lt_object {
 void layout(lt_object<cublasLtMatrixLayout_t, cublasStatus_t (*)(cublasLtMatrixLayout_t)>& out,
             cudaDataType_t type, std::int64_t rows, std::int64_t cols, std::int64_t batch,
             std::int64_t stride) {
-  COOLBENCH_ENGINE_CUBLAS_CALL(cublasLtMatrixLayoutCreate(
+  COOLBENCH_CUBLAS_CALL(cublasLtMatrixLayoutCreate(
       &out.value, type, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols), rows));
   const auto count = static_cast<std::int32_t>(batch);
-  COOLBENCH_ENGINE_CUBLAS_CALL(cublasLtMatrixLayoutSetAttribute(
+  COOLBENCH_CUBLAS_CALL(cublasLtMatrixLayoutSetAttribute(
       out.value, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
-  COOLBENCH_ENGINE_CUBLAS_CALL(cublasLtMatrixLayoutSetAttribute(
+  COOLBENCH_CUBLAS_CALL(cublasLtMatrixLayoutSetAttribute(
       out.value, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
 }
 
@@ -95,14 +95,14 @@ void run_product(const op_call& call, const product& p) {
   using desc_t = lt_object<cublasLtMatmulDesc_t, cublasStatus_t (*)(cublasLtMatmulDesc_t)>;
   using layout_t = lt_object<cublasLtMatrixLayout_t, cublasStatus_t (*)(cublasLtMatrixLayout_t)>;
   desc_t desc{nullptr, cublasLtMatmulDescDestroy};
-  COOLBENCH_ENGINE_CUBLAS_CALL(cublasLtMatmulDescCreate(
+  COOLBENCH_CUBLAS_CALL(cublasLtMatmulDescCreate(
       &desc.value, allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
   // Column-major: Y^T[N,M] = op(B)^T op(A)^T; B's buffer is cuBLAS's A.
   const cublasOperation_t op_a = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  COOLBENCH_ENGINE_CUBLAS_CALL(
+  COOLBENCH_CUBLAS_CALL(
       cublasLtMatmulDescSetAttribute(desc.value, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
-  COOLBENCH_ENGINE_CUBLAS_CALL(
+  COOLBENCH_CUBLAS_CALL(
       cublasLtMatmulDescSetAttribute(desc.value, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
   const cudaDataType_t type = cuda_type(p.type);
   layout_t la{nullptr, cublasLtMatrixLayoutDestroy};
@@ -113,21 +113,21 @@ void run_product(const op_call& call, const product& p) {
   layout(ly, type, p.n, p.m, p.batch, p.stride_y);
   lt_object<cublasLtMatmulPreference_t, cublasStatus_t (*)(cublasLtMatmulPreference_t)> preference{
       nullptr, cublasLtMatmulPreferenceDestroy};
-  COOLBENCH_ENGINE_CUBLAS_CALL(cublasLtMatmulPreferenceCreate(&preference.value));
+  COOLBENCH_CUBLAS_CALL(cublasLtMatmulPreferenceCreate(&preference.value));
   const std::uint64_t workspace = k_workspace_bytes;
-  COOLBENCH_ENGINE_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(
+  COOLBENCH_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(
       preference.value, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  COOLBENCH_ENGINE_CUBLAS_CALL(
-      cublasLtMatmulAlgoGetHeuristic(handle, desc.value, la.value, lb.value, ly.value, ly.value,
-                                     preference.value, 1, &heuristic, &found));
+  COOLBENCH_CUBLAS_CALL(cublasLtMatmulAlgoGetHeuristic(handle, desc.value, la.value, lb.value,
+                                                       ly.value, ly.value, preference.value, 1,
+                                                       &heuristic, &found));
   if (found == 0) call.fail("cuBLASLt has no algorithm for this product");
   // The empty inner dimension: cuBLASLt would read nothing, so Y = beta Y.
-  COOLBENCH_ENGINE_CUBLAS_CALL(
-      cublasLtMatmul(handle, desc.value, &p.alpha, p.b, la.value, p.a, lb.value, &p.beta, p.y,
-                     ly.value, p.y, ly.value, &heuristic.algo, blas.workspace.get(),
-                     k_workspace_bytes, static_cast<cudaStream_t>(call.stream)));
+  COOLBENCH_CUBLAS_CALL(cublasLtMatmul(handle, desc.value, &p.alpha, p.b, la.value, p.a, lb.value,
+                                       &p.beta, p.y, ly.value, p.y, ly.value, &heuristic.algo,
+                                       blas.workspace.get(), k_workspace_bytes,
+                                       static_cast<cudaStream_t>(call.stream)));
 }
 
 void require_float(const op_call& call, const tensor& t) {

@@ -1,13 +1,13 @@
-// COOLBENCH_ENGINE_CUBLAS_CALL(cublasLtCreate(&h)) throws cuda_error naming the call,
+// COOLBENCH_CUBLAS_CALL(cublasLtCreate(&h)) throws cuda_error naming the call,
 // cuBLAS's status and where: the cuBLAS member of the family of
-// COOLBENCH_CUDA_CALL (device/detail/cuda_check.hpp), on the same checker.
+// COOLBENCH_CUDA_CALL (core/cuda_check.hpp), on the same checker; one for every layer.
 #pragma once
 
 #include <cublasLt.h>
 
 #include "core/check.hpp"
 
-#define COOLBENCH_ENGINE_CUBLAS_CALL(call)                                               \
+#define COOLBENCH_CUBLAS_CALL(call)                                                      \
   do {                                                                                   \
     const cublasStatus_t coolbench_status_ = (call);                                     \
     if (coolbench_status_ != CUBLAS_STATUS_SUCCESS) {                                    \
