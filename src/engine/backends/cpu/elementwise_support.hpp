@@ -52,11 +52,11 @@ struct elem<bf16> {
 };
 
 template <class S>
-constexpr dtype dtype_for = dtype_of<S>();
+inline constexpr dtype dtype_for = dtype_of<S>();
 template <>
-constexpr dtype dtype_for<half> = dtype::float16;
+inline constexpr dtype dtype_for<half> = dtype::float16;
 template <>
-constexpr dtype dtype_for<bf16> = dtype::bfloat16;
+inline constexpr dtype dtype_for<bf16> = dtype::bfloat16;
 
 template <class S>
 const typename elem<S>::raw* read_ptr(const tensor& t) {
