@@ -35,13 +35,18 @@ def load_tvm_runtime(runtime_dir):
                      os.path.join(lib, "libtvm_runtime_extra.so"), os.path.join(lib, "libtvm_runtime_cuda.so")):
             ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     import tvm
+    import tvm.runtime.vm  # noqa: F401  (the full package imports it through relax; the runtime alone does not)
 
     return tvm
 
 
 def run_add(tvm, library, a, b):
-    """Load the compiled Add, run it on GPU 0, return the answer as numpy (no TVM array kept)."""
-    executable = tvm.runtime.load_module(library)
+    """Load the compiled Add, run it on GPU 0, return the answer as numpy (no TVM array kept).
+    coolbench.tvm.load_module loads a fresh copy after a release: the loaded image's kernels
+    hold handles of the context they first ran in (docs/tvm.md)."""
+    import coolbench.tvm
+
+    executable = coolbench.tvm.load_module(library)
     device = tvm.cuda(0)
     vm = tvm.runtime.vm.VirtualMachine(executable, device)
     out = vm["main"](tvm.runtime.tensor(a, device), tvm.runtime.tensor(b, device))

@@ -2,6 +2,7 @@
 # Stage what examples/tvm_cuda_reset.py and its GPU test need on the GPU machine,
 # which has Python 3.12, no package registry and no room for apache-tvm (~300 MB):
 #   build/tvm-runtime/add_cuda.so   the report's Add compiled for CUDA sm_90 (a cubin inside)
+#   build/tvm-runtime/gemm_chain_cuda.so  GPT-2 small's GEMM chain, the same way (bench/tvm_peer.py)
 #   build/tvm-runtime/site/tvm      TVM's runtime only (TVM_USE_RUNTIME_LIB=1): no libtvm_compiler.so,
 #                                   3rdparty/, include/, src/, web/; libcudart.so.13 beside its libraries
 #   build/tvm-runtime/site/tvm_ffi  apache-tvm-ffi from its cp312 wheel
@@ -23,6 +24,8 @@ rm -rf "$out" && mkdir -p "$out/site" "$out/stub"
 ln -s "$cuda/lib64/stubs/libcuda.so" "$out/stub/libcuda.so.1"
 LD_LIBRARY_PATH="$out/stub${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PATH="$cuda/bin:$PATH" \
   TVM_CUDA_COMPILE_MODE=nvcc "$python" tools/compile_tvm_add.py "$out/add_cuda.so"
+LD_LIBRARY_PATH="$out/stub${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PATH="$cuda/bin:$PATH" \
+  TVM_CUDA_COMPILE_MODE=nvcc "$python" tools/compile_tvm_gemm_chain.py "$out/gemm_chain_cuda.so"
 rm -rf "$out/stub"
 
 # TVM's runtime only.

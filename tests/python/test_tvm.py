@@ -61,6 +61,34 @@ def test_the_reports_add_compiles_and_runs_on_the_cpu():
     np.testing.assert_array_equal(out.numpy(), a + b)
 
 
+def test_load_module_reloads_from_a_fresh_copy_only_after_a_release(tmp_path, monkeypatch):
+    from tvm import relax
+    from tvm.relax.frontend.onnx import from_onnx
+
+    library = tmp_path / "add.so"
+    tvm.compile(from_onnx(make_add_model(), keep_params_in_input=True), target="llvm").export_library(
+        str(library))
+    a = np.arange(18, dtype=np.float32).reshape(1, 2, 3, 3)
+
+    def run(module):
+        vm = relax.VirtualMachine(module, tvm.cpu())
+        return vm["main"](tvm.runtime.tensor(a), tvm.runtime.tensor(a)).numpy()
+
+    loaded = []
+    real_load = tvm.runtime.load_module
+    monkeypatch.setattr(tvm.runtime, "load_module", lambda p: loaded.append(p) or real_load(p))
+    releases = [0]
+    monkeypatch.setattr(coolbench_tvm, "_release_count", lambda: releases[0])
+    np.testing.assert_array_equal(run(coolbench_tvm.load_module(library)), a + a)
+    np.testing.assert_array_equal(run(coolbench_tvm.load_module(library)), a + a)
+    assert loaded[0] == loaded[1] == str(library.resolve())  # no release: the same image
+    releases[0] = 1  # a release happened: the next load is a new image
+    np.testing.assert_array_equal(run(coolbench_tvm.load_module(library)), a + a)
+    assert loaded[2] != loaded[0] and loaded[2].endswith("-after-release-1.so")
+    np.testing.assert_array_equal(run(coolbench_tvm.load_module(library)), a + a)
+    assert loaded[3] == loaded[2]  # no release since: the same (new) image again
+
+
 def test_without_tvm_the_import_says_what_to_install(monkeypatch):
     import importlib
     import sys
