@@ -69,6 +69,26 @@ std::string cell(const reading<T>& r, int decimals = 0) {
 
 }  // namespace
 
+std::string format_topology(const std::vector<int>& ordinals,
+                            const std::vector<std::vector<telemetry::gpu_link>>& links) {
+  std::string out = "\nTopology (NVML; the row's GPU to the column's):\n" + std::string(8, ' ');
+  for (const int ordinal : ordinals) out += fmt::format("{:>7}", fmt::format("GPU{}", ordinal));
+  out += "\n";
+  for (std::size_t i = 0; i < ordinals.size(); ++i) {
+    out += fmt::format("  {:<6}", fmt::format("GPU{}", ordinals[i]));
+    for (std::size_t j = 0; j < ordinals.size(); ++j) {
+      out += fmt::format("{:>7}", i == j ? std::string("X") : links[i][j].label());
+    }
+    out += "\n";
+  }
+  out +=
+      "  NV#  # active NVLinks (direct, or through an NVSwitch when NVLink P2P reaches the GPU)\n"
+      "  PIX  one PCIe switch    PXB  several PCIe switches    PHB  a PCIe host bridge\n"
+      "  NODE host bridges of one NUMA node    SYS  across NUMA nodes    BOARD  the same board\n"
+      "  ?    the driver reported neither\n";
+  return out;
+}
+
 std::string format_gpu_info(const telemetry::gpu_identity& id, const telemetry::gpu_sample& s,
                             const std::vector<telemetry::gpu_process>& processes) {
   std::string out;
@@ -272,6 +292,17 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) throw invalid_argument("cannot rename " + tmp + " to " + path + ": " + ec.message());
+}
+
+nlohmann::json to_json(const telemetry::gpu_link& link) {
+  const auto value = [](const auto& r) -> nlohmann::json {
+    return r.ok() ? nlohmann::json(r.value) : nlohmann::json();
+  };
+  return {{"label", link.label()},
+          {"pcie_path", link.pcie_path.empty() ? nlohmann::json() : nlohmann::json(link.pcie_path)},
+          {"direct_nvlinks", value(link.direct_nvlinks)},
+          {"active_nvlinks", value(link.active_nvlinks)},
+          {"nvlink_p2p", value(link.nvlink_p2p)}};
 }
 
 nlohmann::json to_json(const telemetry::gpu_identity& id) {

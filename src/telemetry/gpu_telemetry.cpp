@@ -403,4 +403,80 @@ std::vector<gpu_process> gpu_telemetry::processes() const {
   return list;
 }
 
+namespace {
+
+std::string pcie_path_name(int level) {
+  switch (level) {
+    case nvml_topology_internal: return "BOARD";
+    case nvml_topology_single: return "PIX";
+    case nvml_topology_multiple: return "PXB";
+    case nvml_topology_hostbridge: return "PHB";
+    case nvml_topology_node: return "NODE";
+    case nvml_topology_system: return "SYS";
+    default: return {};
+  }
+}
+
+bool same_pci_function(const nvml_pci_info& a, const nvml_pci_info& b) {
+  return a.domain == b.domain && a.bus == b.bus && a.device == b.device;
+}
+
+}  // namespace
+
+std::string gpu_link::label() const {
+  if (nvlink_p2p.ok() && nvlink_p2p.value) {
+    if (direct_nvlinks.ok() && direct_nvlinks.value > 0)
+      return "NV" + std::to_string(direct_nvlinks.value);
+    if (active_nvlinks.ok() && active_nvlinks.value > 0)
+      return "NV" + std::to_string(active_nvlinks.value);
+  } else if (direct_nvlinks.ok() && direct_nvlinks.value > 0) {
+    return "NV" + std::to_string(direct_nvlinks.value);
+  }
+  return pcie_path.empty() ? "?" : pcie_path;
+}
+
+gpu_link gpu_telemetry::link_to(const gpu_telemetry& other) const {
+  const nvml& n = *m_impl->lib;
+  const nvml_device self = m_impl->device;
+  const nvml_device peer = other.m_impl->device;
+  gpu_link link;
+  int level = -1;
+  if (n.device_get_topology_common_ancestor != nullptr &&
+      n.device_get_topology_common_ancestor(self, peer, &level) == nvml_success) {
+    link.pcie_path = pcie_path_name(level);
+  }
+  if (int status = -1;
+      n.device_get_p2p_status != nullptr &&
+      n.device_get_p2p_status(self, peer, nvml_p2p_caps_index_nvlink, &status) == nvml_success) {
+    link.nvlink_p2p = reading<bool>::of(status == nvml_p2p_status_ok);
+  }
+  if (n.device_get_nvlink_state == nullptr) return link;
+  nvml_pci_info peer_pci{};
+  const bool know_peer =
+      n.device_get_pci_info != nullptr && n.device_get_pci_info(peer, &peer_pci) == nvml_success;
+  unsigned active = 0;
+  unsigned direct = 0;
+  bool any_link = false;
+  // Links are numbered from 0; a GPU with fewer than the maximum answers the
+  // rest as not supported or an invalid argument.
+  for (unsigned l = 0; l < nvml_nvlink_max_links; ++l) {
+    unsigned enabled = 0;
+    if (n.device_get_nvlink_state(self, l, &enabled) != nvml_success) continue;
+    any_link = true;
+    if (enabled == 0) continue;
+    ++active;
+    nvml_pci_info remote{};
+    if (know_peer && n.device_get_nvlink_remote_pci_info != nullptr &&
+        n.device_get_nvlink_remote_pci_info(self, l, &remote) == nvml_success &&
+        same_pci_function(remote, peer_pci)) {
+      ++direct;
+    }
+  }
+  if (any_link) {
+    link.active_nvlinks = reading<unsigned>::of(active);
+    if (know_peer) link.direct_nvlinks = reading<unsigned>::of(direct);
+  }
+  return link;
+}
+
 }  // namespace coolbench::telemetry

@@ -242,6 +242,28 @@ TEST_F(cli_test, info_shows_every_gpu) {
       << r.out;
 }
 
+TEST_F(cli_test, info_of_several_gpus_shows_how_they_are_connected) {
+  const run_result r =
+      run({"info"}, with_fakes({{"FAKE_NVML_GPUS", "3"}, {"FAKE_CUDA_DEVICES", "0,1,2"}}));
+  ASSERT_EQ(r.code, 0) << describe({"info"}, r);
+  // GPUs 0 and 1 are NVLink partners on one PCIe switch; GPU 2 is across NUMA nodes.
+  EXPECT_NE(r.out.find("Topology (NVML"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  GPU0        X    NV4    SYS\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  GPU2      SYS    SYS      X\n"), std::string::npos) << r.out;
+  const run_result j = run({"info", "--json"});
+  ASSERT_EQ(j.code, 0) << describe({"info", "--json"}, j);
+  const nlohmann::json topology = nlohmann::json::parse(j.out)["topology"];
+  ASSERT_EQ(topology.size(), 2U) << j.out;  // 0 -> 1 and 1 -> 0
+  EXPECT_EQ(topology[0]["from"], 0);
+  EXPECT_EQ(topology[0]["to"], 1);
+  EXPECT_EQ(topology[0]["label"], "NV4");
+  EXPECT_EQ(topology[0]["pcie_path"], "PIX");
+  EXPECT_EQ(topology[0]["direct_nvlinks"], 4);
+  EXPECT_EQ(topology[0]["nvlink_p2p"], true);
+  const run_result one = run({"info", "--device", "0"});
+  EXPECT_EQ(one.out.find("Topology"), std::string::npos) << one.out;  // one GPU: no matrix
+}
+
 TEST_F(cli_test, info_json_of_one_device) {
   const run_result r = run({"info", "--device", "0", "--json"});
   ASSERT_EQ(r.code, 0) << describe({"info", "--device", "0", "--json"}, r);

@@ -397,5 +397,38 @@ TEST_F(gpu_telemetry_test, make_gpu_source_checks_the_ordinal_at_once) {
   EXPECT_THROW((void)make_gpu_source(7), invalid_argument);
 }
 
+TEST_F(gpu_telemetry_test, links_between_gpus_read_nvlink_and_the_pcie_path) {
+  setenv(fake::env_nvml_gpus, "4", 1);
+  setenv(fake::env_cuda_devices, "0,1,2,3", 1);
+  const gpu_telemetry gpu0(0);
+  const gpu_telemetry gpu1(1);
+  const gpu_telemetry gpu2(2);
+  const gpu_link pair = gpu0.link_to(gpu1);  // partners: NVLinks 0..3, one PCIe switch
+  EXPECT_EQ(pair.pcie_path, "PIX");
+  expect_ok(pair.direct_nvlinks, fake::nvlinks_to_partner, "direct_nvlinks");
+  expect_ok(pair.active_nvlinks, fake::nvlinks_to_partner, "active_nvlinks");
+  expect_ok(pair.nvlink_p2p, true, "nvlink_p2p");
+  EXPECT_EQ(pair.label(), "NV4");
+  const gpu_link far = gpu0.link_to(gpu2);  // not partners: across NUMA nodes, no NVLink P2P
+  EXPECT_EQ(far.pcie_path, "SYS");
+  expect_ok(far.direct_nvlinks, 0U, "direct_nvlinks");
+  expect_ok(far.nvlink_p2p, false, "nvlink_p2p");
+  EXPECT_EQ(far.label(), "SYS");
+  EXPECT_EQ(gpu2.link_to(gpu1).label(), "SYS");
+}
+
+TEST_F(gpu_telemetry_test, links_the_driver_does_not_report_read_unknown) {
+  setenv(fake::env_nvml_unsupported,
+         "nvmlDeviceGetTopologyCommonAncestor,nvmlDeviceGetNvLinkState,nvmlDeviceGetP2PStatus", 1);
+  const gpu_telemetry gpu0(0);
+  const gpu_telemetry gpu1(1);
+  const gpu_link link = gpu0.link_to(gpu1);
+  EXPECT_EQ(link.pcie_path, "");
+  expect_status(link.direct_nvlinks, reading_status::unsupported, "direct_nvlinks");
+  expect_status(link.active_nvlinks, reading_status::unsupported, "active_nvlinks");
+  expect_status(link.nvlink_p2p, reading_status::unsupported, "nvlink_p2p");
+  EXPECT_EQ(link.label(), "?");
+}
+
 }  // namespace
 }  // namespace coolbench::telemetry

@@ -21,6 +21,12 @@ template <class T>
                                           const telemetry::gpu_sample& sample,
                                           const std::vector<telemetry::gpu_process>& processes);
 
+/// The topology block of `coolbench info` for two or more GPUs: a matrix
+/// like `nvidia-smi topo -m` (links[i][j] is how GPU ordinals[i] reaches
+/// ordinals[j]; the diagonal is not read) and a legend.
+[[nodiscard]] std::string format_topology(
+    const std::vector<int>& ordinals, const std::vector<std::vector<telemetry::gpu_link>>& links);
+
 /// The host sensor block of `coolbench info`; says "absent" for what is absent.
 [[nodiscard]] std::string format_cpu_sensors(const telemetry::cpu_sensors& sensors);
 
@@ -48,5 +54,7 @@ void write_text_atomically(const std::string& path, const std::string& text);
 [[nodiscard]] nlohmann::json to_json(const telemetry::gpu_sample& s);
 [[nodiscard]] nlohmann::json to_json(const std::vector<telemetry::gpu_process>& processes);
 [[nodiscard]] nlohmann::json to_json(const telemetry::cpu_sensors& sensors);
+/// {"label", "pcie_path", "direct_nvlinks", "active_nvlinks", "nvlink_p2p"}; unknown parts null.
+[[nodiscard]] nlohmann::json to_json(const telemetry::gpu_link& link);
 
 }  // namespace coolbench::report

@@ -89,6 +89,26 @@ struct gpu_process {
   bool graphics = false;  ///< listed as a graphics (not compute) process
 };
 
+/// How two GPUs are connected, as NVML reports it (`nvidia-smi topo -m`'s
+/// matrix, one cell). Empty/nullopt parts were not reported by the driver.
+struct gpu_link {
+  /// The PCIe path between them: "PIX" (one PCIe switch), "PXB" (several
+  /// switches), "PHB" (a host bridge), "NODE" (host bridges of one NUMA node),
+  /// "SYS" (across NUMA nodes), "BOARD" (the same board); empty when unknown.
+  std::string pcie_path;
+  /// Active NVLinks of the first GPU whose far end is the second GPU.
+  reading<unsigned> direct_nvlinks;
+  /// Active NVLinks of the first GPU in all (through an NVSwitch, they reach
+  /// every GPU that NVLink P2P reaches).
+  reading<unsigned> active_nvlinks;
+  /// Whether the driver reports NVLink peer-to-peer between the two.
+  reading<bool> nvlink_p2p;
+
+  /// The matrix cell: "NV<links>" over NVLink (direct links, else all active
+  /// links when they go through a switch), else the PCIe path, "?" if neither is known.
+  [[nodiscard]] std::string label() const;
+};
+
 /// Which readings a read takes. Measured on an H200 (driver 580.159.04), the
 /// energy counter costs about 4 ms of CPU per read and the HW thermal and HW
 /// power-brake time counters about 0.6 ms each, against a few microseconds for
@@ -125,6 +145,10 @@ class gpu_telemetry {
 
   /// Compute and graphics processes on this GPU, with their memory and names.
   [[nodiscard]] std::vector<gpu_process> processes() const;
+
+  /// How this GPU reaches `other` (NVLink and the PCIe path); never throws
+  /// for what the driver does not report: those parts read as unknown.
+  [[nodiscard]] gpu_link link_to(const gpu_telemetry& other) const;
 
   struct impl;
 

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
@@ -31,6 +32,26 @@ std::vector<int> devices_named(const std::string& device) {
   return {std::stoi(device)};
 }
 
+// How each GPU reaches each other one (NVLink, the PCIe path): what decides
+// whether a neighbour's heat or traffic can reach a measured GPU.
+void print_topology(const std::vector<telemetry::gpu_telemetry>& gpus,
+                    const std::vector<int>& ordinals, bool json, nlohmann::json& report) {
+  std::vector<std::vector<telemetry::gpu_link>> links(gpus.size());
+  report["topology"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    links[i].resize(gpus.size());
+    for (std::size_t j = 0; j < gpus.size(); ++j) {
+      if (i == j) continue;
+      links[i][j] = gpus[i].link_to(gpus[j]);
+      auto cell = to_json(links[i][j]);
+      cell["from"] = ordinals[i];
+      cell["to"] = ordinals[j];
+      report["topology"].push_back(std::move(cell));
+    }
+  }
+  if (!json) fmt::print("{}", format_topology(ordinals, links));
+}
+
 int run_info(const info_options& options) {
   const auto host = telemetry::read_cpu_sensors();
   nlohmann::json report = {{"host", to_json(host)}, {"gpus", nlohmann::json::array()}};
@@ -44,8 +65,9 @@ int run_info(const info_options& options) {
   }
   if (devices.empty() && !options.json)
     fmt::print("\nNo GPU is visible to CUDA (CUDA_VISIBLE_DEVICES?).\n");
+  std::vector<telemetry::gpu_telemetry> gpus;
   for (const int ordinal : devices) {
-    const telemetry::gpu_telemetry gpu(ordinal);
+    const auto& gpu = gpus.emplace_back(ordinal);
     const auto sample = gpu.read();
     const auto processes = gpu.processes();
     if (options.json) {
@@ -56,6 +78,7 @@ int run_info(const info_options& options) {
       fmt::print("\n{}", format_gpu_info(gpu.identity(), sample, processes));
     }
   }
+  if (gpus.size() >= 2) print_topology(gpus, devices, options.json, report);
   if (options.json) fmt::print("{}\n", report.dump(2));
   return exit_ok;
 }

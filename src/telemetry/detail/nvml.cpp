@@ -148,6 +148,12 @@ nvml::nvml(core::dynamic_library library) : m_library(std::move(library)) {
   device_get_graphics_processes = lookup<nvml_processes_fn>(
       lib,
       {"nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2"});
+  device_get_topology_common_ancestor =
+      lookup<nvml_common_ancestor_fn>(lib, {"nvmlDeviceGetTopologyCommonAncestor"});
+  device_get_nvlink_state = lookup<nvml_nvlink_state_fn>(lib, {"nvmlDeviceGetNvLinkState"});
+  device_get_nvlink_remote_pci_info = lookup<nvml_nvlink_remote_pci_fn>(
+      lib, {"nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetNvLinkRemotePciInfo"});
+  device_get_p2p_status = lookup<nvml_p2p_status_fn>(lib, {"nvmlDeviceGetP2PStatus"});
 
   if (const nvml_return result = init(); result != nvml_success) {
     if (result == nvml_error_driver_not_loaded || result == nvml_error_lib_rm_version_mismatch) {

@@ -70,6 +70,10 @@ class nvml {
   nvml_field_values_fn device_get_field_values = nullptr;
   nvml_processes_fn device_get_compute_processes = nullptr;
   nvml_processes_fn device_get_graphics_processes = nullptr;
+  nvml_common_ancestor_fn device_get_topology_common_ancestor = nullptr;
+  nvml_nvlink_state_fn device_get_nvlink_state = nullptr;
+  nvml_nvlink_remote_pci_fn device_get_nvlink_remote_pci_info = nullptr;
+  nvml_p2p_status_fn device_get_p2p_status = nullptr;
 
  private:
   core::dynamic_library m_library;

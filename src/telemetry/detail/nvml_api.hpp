@@ -164,5 +164,20 @@ using nvml_memory_v2_fn = nvml_return (*)(nvml_device, nvml_memory_v2*);
 using nvml_utilization_fn = nvml_return (*)(nvml_device, nvml_utilization*);
 using nvml_field_values_fn = nvml_return (*)(nvml_device, int, nvml_field_value*);
 using nvml_processes_fn = nvml_return (*)(nvml_device, unsigned*, nvml_process_info*);
+using nvml_common_ancestor_fn = nvml_return (*)(nvml_device, nvml_device, int*);
+using nvml_nvlink_state_fn = nvml_return (*)(nvml_device, unsigned, unsigned*);
+using nvml_nvlink_remote_pci_fn = nvml_return (*)(nvml_device, unsigned, nvml_pci_info*);
+using nvml_p2p_status_fn = nvml_return (*)(nvml_device, nvml_device, int, int*);
+
+// nvmlGpuTopologyLevel_t: how far apart two GPUs sit on the PCIe tree.
+inline constexpr int nvml_topology_internal = 0;       // the same board
+inline constexpr int nvml_topology_single = 10;        // one PCIe switch
+inline constexpr int nvml_topology_multiple = 20;      // several PCIe switches, no host bridge
+inline constexpr int nvml_topology_hostbridge = 30;    // one host bridge
+inline constexpr int nvml_topology_node = 40;          // host bridges of one NUMA node
+inline constexpr int nvml_topology_system = 50;        // across NUMA nodes (SMP interconnect)
+inline constexpr unsigned nvml_nvlink_max_links = 18;  // NVML_NVLINK_MAX_LINKS (H100/H200)
+inline constexpr int nvml_p2p_caps_index_nvlink = 2;   // NVML_P2P_CAPS_INDEX_NVLINK
+inline constexpr int nvml_p2p_status_ok = 0;
 
 }  // namespace coolbench::telemetry::detail

@@ -583,6 +583,53 @@ nvml_return nvmlDeviceGetGraphicsRunningProcesses_v3(nvml_device device, unsigne
   return list_processes(__func__, device, count, infos, false);
 }
 
+nvml_return nvmlDeviceGetTopologyCommonAncestor(nvml_device a, nvml_device b, int* level) {
+  nvml_return result = nvml_success;
+  unsigned i = 0;
+  unsigned j = 0;
+  if (refused(__func__, a, &i, &result) || refused(__func__, b, &j, &result)) return result;
+  if (level == nullptr || i == j) return nvml_error_invalid_argument;
+  *level = fake::topology_level(i, j);
+  return nvml_success;
+}
+
+nvml_return nvmlDeviceGetP2PStatus(nvml_device a, nvml_device b, int caps_index, int* status) {
+  nvml_return result = nvml_success;
+  unsigned i = 0;
+  unsigned j = 0;
+  if (refused(__func__, a, &i, &result) || refused(__func__, b, &j, &result)) return result;
+  if (status == nullptr) return nvml_error_invalid_argument;
+  constexpr int nvlink_caps = 2;    // NVML_P2P_CAPS_INDEX_NVLINK
+  constexpr int not_supported = 5;  // NVML_P2P_STATUS_NOT_SUPPORTED
+  *status = caps_index == nvlink_caps && fake::partners(i, j) ? 0 : not_supported;
+  return nvml_success;
+}
+
+nvml_return nvmlDeviceGetNvLinkState(nvml_device device, unsigned link, unsigned* active) {
+  nvml_return result = nvml_success;
+  unsigned index = 0;
+  if (refused(__func__, device, &index, &result)) return result;
+  if (active == nullptr || link >= fake::nvlink_links) return nvml_error_invalid_argument;
+  const bool has_partner = (index ^ 1U) < g_script.gpu_count;
+  *active = has_partner && link < fake::nvlinks_to_partner ? 1 : 0;
+  return nvml_success;
+}
+
+nvml_return nvmlDeviceGetNvLinkRemotePciInfo_v2(nvml_device device, unsigned link,
+                                                nvml_pci_info* pci) {
+  nvml_return result = nvml_success;
+  unsigned index = 0;
+  if (refused(__func__, device, &index, &result)) return result;
+  const unsigned partner = index ^ 1U;
+  if (pci == nullptr || link >= fake::nvlinks_to_partner || partner >= g_script.gpu_count) {
+    return nvml_error_invalid_argument;
+  }
+  *pci = nvml_pci_info{};
+  std::snprintf(pci->bus_id, sizeof pci->bus_id, "%s", fake::nvml_bus_id(partner).c_str());
+  pci->bus = partner;
+  return nvml_success;
+}
+
 }  // extern "C"
 #pragma GCC visibility pop
 

@@ -117,6 +117,15 @@ inline constexpr ull reason_hw_power_brake_ns = 0;    // field 271
 
 // Processes (FAKE_NVML_PROCESSES, on GPU 0 only). Bytes "na" reports NVML's "not available".
 inline std::string process_name(unsigned pid) { return "fakeproc" + std::to_string(pid); }
-inline constexpr unsigned no_instance_id = 0xFFFFFFFF;  // gpu/compute instance id without MIG
+inline constexpr unsigned no_instance_id = 0xFFFFFFFF;
+
+// Topology: GPUs 2k and 2k+1 are a pair on one PCIe switch (PIX), joined by NVLinks 0..3 of each;
+// links 4..5 exist and are down; any other two GPUs meet across NUMA nodes (SYS), no NVLink P2P.
+constexpr unsigned nvlink_links = 6;
+constexpr unsigned nvlinks_to_partner = 4;
+constexpr bool partners(unsigned i, unsigned j) { return i != j && i / 2 == j / 2; }
+constexpr int topology_level(unsigned i, unsigned j) {
+  return partners(i, j) ? 10 : 50;
+}  // gpu/compute instance id without MIG
 
 }  // namespace coolbench::fake
