@@ -123,9 +123,9 @@ def gpt2_cases():
 
 def text_inputs(rng, vocab, batch=2, sequence=16):
     ids = torch.from_numpy(rng.integers(0, vocab, (batch, sequence), dtype=np.int64))
-    # The second sequence is padded: its last 5 positions are masked out.
+    # The last sequence is padded: its last 5 positions are masked out.
     mask = torch.ones((batch, sequence), dtype=torch.int64)
-    mask[1, sequence - 5:] = 0
+    mask[batch - 1, sequence - 5:] = 0
     return ids, mask
 
 

@@ -304,6 +304,72 @@ result with_expected_refusal(const fs::path& dir, const std::string& backend, re
   return {outcome::fail, "refused with '" + r.detail + "', expected '" + expected + "'", {}};
 }
 
+// The results of a root's cases, by operator (node mode) or model (reference mode).
+struct tally {
+  struct counts {
+    int pass = 0, skip = 0, fail = 0;
+    double largest = 0;  // max |difference| of the passing cases' outputs
+  };
+  std::map<std::string, counts> by_label;
+  std::map<std::string, int> skip_reasons;
+  std::vector<std::string> failures;
+  std::vector<std::string> odd_skips;
+  std::vector<std::string> notes;
+  counts total;
+
+  void add(const std::string& label, const std::string& case_name, const result& r) {
+    counts& c = by_label[label];
+    switch (r.kind) {
+      case outcome::pass:
+        ++c.pass, ++total.pass;
+        c.largest = std::max(c.largest, r.largest);
+        break;
+      case outcome::skip:
+        ++c.skip, ++total.skip;
+        ++skip_reasons[r.reason];
+        // Op and dtype skips are self-explanatory from the table; the rest say why.
+        if (r.reason == "other load error" || r.reason == "unsupported attribute" ||
+            r.reason == "unsupported dtype at run time")
+          odd_skips.push_back(case_name + ": " + r.detail);
+        break;
+      case outcome::fail:
+        ++c.fail, ++total.fail;
+        failures.push_back(case_name + ": " + r.reason);
+        break;
+    }
+  }
+
+  [[nodiscard]] std::string table(const std::string& name, mode m, std::size_t cases) const {
+    std::ostringstream out;
+    out << (m == mode::reference ? "model  " : "op type")
+        << "                             pass  skip  fail"
+        << (m == mode::reference ? "  max |difference|" : "") << "\n";
+    for (const auto& [label, c] : by_label) {
+      out << label << std::string(label.size() < 34 ? 34 - label.size() : 1, ' ');
+      for (const int n : {c.pass, c.skip, c.fail}) {
+        const std::string v = std::to_string(n);
+        out << std::string(6 - std::min<std::size_t>(v.size(), 5), ' ') << v;
+      }
+      if (m == mode::reference && c.pass > 0) out << "  " << c.largest;
+      out << "\n";
+    }
+    out << name << " total: " << total.pass << " pass, " << total.skip << " skip, " << total.fail
+        << " fail of " << cases << "\nskipped:";
+    for (const auto& [reason, n] : skip_reasons) out << " " << reason << " " << n << ";";
+    out << "\n";
+    if (!odd_skips.empty()) {
+      out << "skipped for another reason than the op or dtype:\n";
+      for (const auto& f : odd_skips) out << "  " << f << "\n";
+    }
+    for (const auto& n : notes) out << "note: " << n << "\n";
+    if (!failures.empty()) {
+      out << "failing:\n";
+      for (const auto& f : failures) out << "  " << f << "\n";
+    }
+    return out.str();
+  }
+};
+
 TEST(conformance, root) {
   const fs::path root = environment("COOLBENCH_CONFORMANCE_ROOT", COOLBENCH_ONNX_NODE_TESTS);
   const std::string name = environment("COOLBENCH_CONFORMANCE_NAME", "debian");
@@ -329,72 +395,18 @@ TEST(conformance, root) {
   std::sort(cases.begin(), cases.end());
   ASSERT_FALSE(cases.empty()) << "no test_* folders under " << root;
 
-  struct counts {
-    int pass = 0, skip = 0, fail = 0;
-    double largest = 0;  // max |difference| of the passing cases' outputs
-  };
-  std::map<std::string, counts> by_op;
-  std::map<std::string, int> skip_reasons;
-  std::vector<std::string> failures;
-  std::vector<std::string> odd_skips;
-  std::vector<std::string> notes;
-  counts total;
+  tally t;
   for (const auto& dir : cases) {
-    result r = with_expected_refusal(dir, backend, run_case(dir, m, backend), notes);
+    result r = with_expected_refusal(dir, backend, run_case(dir, m, backend), t.notes);
     // Whole models must all run: a skip there is a gap, not a choice.
     if (m == mode::reference && r.kind == outcome::skip && r.reason != "refused as expected")
       r = {outcome::fail, "skipped (" + r.reason + "): " + r.detail, {}};
     // Reference cases are whole models: the folder names them better than "(multi-node)".
-    counts& c =
-        by_op[m == mode::reference ? dir.filename().string() : op_label(dir / "model.onnx")];
-    switch (r.kind) {
-      case outcome::pass:
-        ++c.pass, ++total.pass;
-        c.largest = std::max(c.largest, r.largest);
-        break;
-      case outcome::skip:
-        ++c.skip, ++total.skip;
-        ++skip_reasons[r.reason];
-        // Op and dtype skips are self-explanatory from the table; the rest say why.
-        if (r.reason == "other load error" || r.reason == "unsupported attribute" ||
-            r.reason == "unsupported dtype at run time")
-          odd_skips.push_back(dir.filename().string() + ": " + r.detail);
-        break;
-      case outcome::fail:
-        ++c.fail, ++total.fail;
-        failures.push_back(dir.filename().string() + ": " + r.reason);
-        break;
-    }
+    t.add(m == mode::reference ? dir.filename().string() : op_label(dir / "model.onnx"),
+          dir.filename().string(), r);
   }
-
-  std::ostringstream table;
-  table << (m == mode::reference ? "model  " : "op type")
-        << "                             pass  skip  fail"
-        << (m == mode::reference ? "  max |difference|" : "") << "\n";
-  for (const auto& [op, c] : by_op) {
-    table << op << std::string(op.size() < 34 ? 34 - op.size() : 1, ' ');
-    for (const int n : {c.pass, c.skip, c.fail}) {
-      const std::string v = std::to_string(n);
-      table << std::string(6 - std::min<std::size_t>(v.size(), 5), ' ') << v;
-    }
-    if (m == mode::reference && c.pass > 0) table << "  " << c.largest;
-    table << "\n";
-  }
-  table << name << " total: " << total.pass << " pass, " << total.skip << " skip, " << total.fail
-        << " fail of " << cases.size() << "\nskipped:";
-  for (const auto& [reason, n] : skip_reasons) table << " " << reason << " " << n << ";";
-  table << "\n";
-  if (!odd_skips.empty()) {
-    table << "skipped for another reason than the op or dtype:\n";
-    for (const auto& f : odd_skips) table << "  " << f << "\n";
-  }
-  for (const auto& n : notes) table << "note: " << n << "\n";
-  if (!failures.empty()) {
-    table << "failing:\n";
-    for (const auto& f : failures) table << "  " << f << "\n";
-  }
-  std::cout << table.str();
-  EXPECT_EQ(total.fail, 0)
+  std::cout << t.table(name, m, cases.size());
+  EXPECT_EQ(t.total.fail, 0)
       << (m == mode::reference
               ? "whole models fail or differ from their reference outputs; see the list above"
               : "supported operators compute wrong results; see the list above");
