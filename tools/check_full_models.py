@@ -24,6 +24,7 @@ produce says why (an operator it refuses, for instance).
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -51,7 +52,7 @@ def bert():
     types = np.zeros_like(ids.numpy())
     return (small.BertOutputs(model), (ids.numpy(), mask.numpy(), types),
             ["input_ids", "attention_mask", "token_type_ids"],
-            ["last_hidden_state", "pooler_output"], small.text_dynamic(3))
+            ["last_hidden_state", "pooler_output"], small.text_dynamic(3, 512))
 
 
 def distilbert():
@@ -59,7 +60,7 @@ def distilbert():
     model = transformers.DistilBertModel(transformers.DistilBertConfig()).eval()
     ids, mask = small.text_inputs(np.random.default_rng(7), 30522, batch=1, sequence=128)
     return (small.HiddenStates(model), (ids.numpy(), mask.numpy()),
-            ["input_ids", "attention_mask"], ["last_hidden_state"], small.text_dynamic(2))
+            ["input_ids", "attention_mask"], ["last_hidden_state"], small.text_dynamic(2, 512))
 
 
 def vit():
@@ -89,6 +90,12 @@ def largest_difference(got, want):
                for g, w in zip(got, want))
 
 
+def one_line(error):
+    """An exception as one table cell: its type and first line, without colours."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip().splitlines() or [""]
+    return f"{type(error).__name__}: {text[0][:200]}"
+
+
 def run_coolbench(coolbench, path, device, feeds):
     try:
         session = coolbench.Session(path, device=device)
@@ -96,7 +103,7 @@ def run_coolbench(coolbench, path, device, feeds):
         del session
         return outputs, None
     except Exception as e:  # the table says why, and the other cells go on
-        return None, f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        return None, one_line(e)
 
 
 def check(coolbench, family, exporter, folder, seed):
@@ -178,8 +185,7 @@ def main():
                     rows.append(check(coolbench, family, exporter, folder, 100 + seed))
                 except Exception as e:
                     rows.append({"family": family, "exporter": exporter,
-                                 "opset": OPSET[exporter],
-                                 "error": f"{type(e).__name__}: {str(e)[:200]}"})
+                                 "opset": OPSET[exporter], "error": one_line(e)})
                 print(json.dumps(rows[-1]), f"({time.time() - started:.0f} s)", flush=True)
     print_table(rows)
     if options.json:

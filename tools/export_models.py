@@ -168,8 +168,8 @@ VIT = dict(image_size=32, patch_size=16, num_channels=3, hidden_size=32, num_hid
            num_attention_heads=4, intermediate_size=64, num_labels=10)
 
 
-def text_dynamic(count):
-    axes = {0: ("batch", 1, 64), 1: ("sequence", 2, MAX_SEQUENCE)}
+def text_dynamic(count, max_sequence=MAX_SEQUENCE):
+    axes = {0: ("batch", 1, 64), 1: ("sequence", 2, max_sequence)}
     return [axes] * count
 
 
