@@ -171,13 +171,17 @@ def main():
                         help="seconds after which no new export starts (0: none)")
     parser.add_argument("--json", help="also write the rows here")
     options = parser.parse_args()
+    unknown = [f for f in options.families.split(",") if f not in FAMILIES]
+    if unknown:
+        parser.error(f"unknown families {unknown}; known: {', '.join(FAMILIES)}")
     import coolbench
     started = time.time()
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for exporter in options.exporters.split(","):
-            for seed, family in enumerate(options.families.split(",")):
+            for family in options.families.split(","):
+                seed = 100 + list(FAMILIES).index(family)
                 if options.deadline and time.time() - started > options.deadline:
                     print(f"deadline: skipped {family} {exporter}", flush=True)
                     continue
