@@ -14,6 +14,7 @@
 #include "coolbench/core/error.hpp"
 #include "coolbench/engine/model.hpp"
 #include "coolbench/engine/passes.hpp"
+#include "coolbench/engine/session.hpp"
 #include "engine/backend.hpp"
 
 namespace coolbench::engine {
@@ -353,6 +354,32 @@ TEST(nn_shape_inference, rules) {
   EXPECT_THROW(static_cast<void>(inferred(make_node("MaxPool", 1, {{"kernel_shape", int_list{9}}}),
                                           {declared("in0", f, {num(1), num(1), num(4)})})),
                model_error);
+}
+
+TEST(nn_session, a_training_form_is_refused_when_the_session_is_made) {
+  graph g;
+  g.opset = 12;
+  g.inputs = {declared("in0", dtype::float32, {num(1), num(1), num(4), num(4)})};
+  node pool =
+      make_node("MaxPool", 1, {{"kernel_shape", int_list{2, 2}}, {"strides", int_list{2, 2}}}, 2);
+  pool.name = "pool";
+  g.nodes = {pool};
+  g.outputs = {declared("out0", dtype::float32, {}), declared("out1", dtype::int64, {})};
+  try {
+    session s(g);
+    FAIL() << "a session with MaxPool's Indices output was made";
+  } catch (const model_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "unsupported operator MaxPool (opset 12) in node 'pool' for dtype float32: the "
+              "Indices output (each window's argmax) is not computed; export without it");
+  }
+  // Without Indices the same node runs.
+  g.nodes[0].outputs.pop_back();
+  g.outputs.pop_back();
+  session s(g);
+  s.set_input("in0", iota({1, 1, 4, 4}));
+  s.run();
+  EXPECT_EQ(values(s.output(0)), (std::vector<float>{5, 7, 13, 15}));
 }
 
 }  // namespace
