@@ -378,21 +378,6 @@ TEST(Elementwise, CastBetweenTypes) {
   }
 }
 
-// ResNet's dynamo export: CastLike(a scalar 0, the Conv's input) makes a zero
-// of the input's dtype; the second input gives only its dtype.
-TEST(Elementwise, CastLikeTakesTheSecondInputsDtype) {
-  const tensor zero = make<std::int64_t>({}, {0});
-  const tensor like = make<float>({2}, {5, 6});
-  const tensor out = run(make_node("CastLike"), {&zero, &like})[0];
-  ASSERT_EQ(out.type(), dtype::float32);
-  EXPECT_EQ(out.shape(), shape_t{});
-  EXPECT_EQ(values<float>(out), (std::vector<float>{0}));
-  const tensor half_like = make_half({1}, {0});
-  const tensor halves = run(make_node("CastLike"), {&like, &half_like})[0];
-  ASSERT_EQ(halves.type(), dtype::float16);
-  EXPECT_EQ(read_half(halves), (std::vector<float>{5, 6}));
-}
-
 TEST(Elementwise, IdentityAndDropout) {
   const tensor x = make<float>({2}, {1, 2});
   EXPECT_EQ(values<float>(run(make_node("Identity"), {&x})[0]), values<float>(x));

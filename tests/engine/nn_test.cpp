@@ -1,7 +1,7 @@
 // The CPU backend's convolutional-network operators (Conv, the pools,
-// BatchNormalization) and GatherElements: the ONNX specification's examples,
-// Conv against a direct loop over many geometries, the refusals, and their
-// shape-inference rules.
+// BatchNormalization), GatherElements and CastLike: the ONNX specification's
+// examples, Conv against a direct loop over many geometries, the refusals,
+// and their shape-inference rules.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -314,6 +314,24 @@ TEST(gather_elements, the_specification_examples) {
   } catch (const invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("expected indices in [-3, 2]"), std::string::npos);
   }
+}
+
+// ResNet's dynamo export: CastLike(a scalar 0, the Conv's input) makes a zero
+// of the input's dtype; the second input gives only its dtype.
+TEST(cast_like, takes_the_second_inputs_dtype) {
+  tensor zero(dtype::int64, {});
+  const tensor like = f32({2}, {5, 6});
+  const tensor out = run(make_node("CastLike", 2), {&zero, &like});
+  ASSERT_EQ(out.type(), dtype::float32);
+  EXPECT_EQ(out.shape(), shape_t{});
+  EXPECT_EQ(values(out), (std::vector<float>{0}));
+  const tensor half_like(dtype::float16, {1});
+  const tensor halves = run(make_node("CastLike", 2), {&like, &half_like});
+  ASSERT_EQ(halves.type(), dtype::float16);
+  std::uint16_t bits[2] = {};
+  std::memcpy(bits, halves.raw().data(), sizeof bits);
+  EXPECT_EQ(half_to_float(bits[0]), 5.0F);
+  EXPECT_EQ(half_to_float(bits[1]), 6.0F);
 }
 
 value_info declared(std::string name, dtype type, std::vector<dimension> shape) {
