@@ -61,6 +61,7 @@ constexpr std::pair<std::string_view, rule_fn> k_rules[] = {
     {"AveragePool", pool},
     {"BatchNormalization", same_as_input},
     {"Cast", cast},
+    {"CastLike", cast_like},
     {"Clip", same_as_input},
     {"Concat", concat},
     {"Constant", constant},

@@ -155,6 +155,11 @@ void add_elementwise(suite& s) {
           {dtype::float32, dtype::float16, dtype::bfloat16, dtype::int64, dtype::int32,
            dtype::boolean});
   }
+  s.add("CastLike to float16", make_node("CastLike", 2, 1),
+        {{f, {5, 13}, values::small_ints}, {dtype::float16, {1}}},
+        {dtype::float32, dtype::bfloat16, dtype::int64, dtype::int32, dtype::boolean});
+  s.add("CastLike to int64", make_node("CastLike", 2, 1),
+        {{f, {7}, values::small_ints}, {dtype::int64, {}}}, k_floats);
   s.add("Clip", make_node("Clip", 3, 1),
         {{f, {4, 20}, values::small_ints},
          {f, {}, values::small_ints, {-1}},

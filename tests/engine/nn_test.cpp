@@ -1,7 +1,7 @@
 // The CPU backend's convolutional-network operators (Conv, the pools,
-// BatchNormalization) and GatherElements: the ONNX specification's examples,
-// Conv against a direct loop over many geometries, the refusals, and their
-// shape-inference rules.
+// BatchNormalization), GatherElements and CastLike: the ONNX specification's
+// examples, Conv against a direct loop over many geometries, the refusals,
+// and their shape-inference rules.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +14,7 @@
 #include "coolbench/core/error.hpp"
 #include "coolbench/engine/model.hpp"
 #include "coolbench/engine/passes.hpp"
+#include "coolbench/engine/session.hpp"
 #include "engine/backend.hpp"
 
 namespace coolbench::engine {
@@ -315,6 +316,24 @@ TEST(gather_elements, the_specification_examples) {
   }
 }
 
+// ResNet's dynamo export: CastLike(a scalar 0, the Conv's input) makes a zero
+// of the input's dtype; the second input gives only its dtype.
+TEST(cast_like, takes_the_second_inputs_dtype) {
+  tensor zero(dtype::int64, {});
+  const tensor like = f32({2}, {5, 6});
+  const tensor out = run(make_node("CastLike", 2), {&zero, &like});
+  ASSERT_EQ(out.type(), dtype::float32);
+  EXPECT_EQ(out.shape(), shape_t{});
+  EXPECT_EQ(values(out), (std::vector<float>{0}));
+  const tensor half_like(dtype::float16, {1});
+  const tensor halves = run(make_node("CastLike", 2), {&like, &half_like});
+  ASSERT_EQ(halves.type(), dtype::float16);
+  std::uint16_t bits[2] = {};
+  std::memcpy(bits, halves.raw().data(), sizeof bits);
+  EXPECT_EQ(half_to_float(bits[0]), 5.0F);
+  EXPECT_EQ(half_to_float(bits[1]), 6.0F);
+}
+
 value_info declared(std::string name, dtype type, std::vector<dimension> shape) {
   return {std::move(name), type, std::move(shape), true};
 }
@@ -353,6 +372,32 @@ TEST(nn_shape_inference, rules) {
   EXPECT_THROW(static_cast<void>(inferred(make_node("MaxPool", 1, {{"kernel_shape", int_list{9}}}),
                                           {declared("in0", f, {num(1), num(1), num(4)})})),
                model_error);
+}
+
+TEST(nn_session, a_training_form_is_refused_when_the_session_is_made) {
+  graph g;
+  g.opset = 12;
+  g.inputs = {declared("in0", dtype::float32, {num(1), num(1), num(4), num(4)})};
+  node pool =
+      make_node("MaxPool", 1, {{"kernel_shape", int_list{2, 2}}, {"strides", int_list{2, 2}}}, 2);
+  pool.name = "pool";
+  g.nodes = {pool};
+  g.outputs = {declared("out0", dtype::float32, {}), declared("out1", dtype::int64, {})};
+  try {
+    session s(g);
+    FAIL() << "a session with MaxPool's Indices output was made";
+  } catch (const model_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "unsupported operator MaxPool (opset 12) in node 'pool' for dtype float32: the "
+              "Indices output (each window's argmax) is not computed; export without it");
+  }
+  // Without Indices the same node runs.
+  g.nodes[0].outputs.pop_back();
+  g.outputs.pop_back();
+  session s(g);
+  s.set_input("in0", iota({1, 1, 4, 4}));
+  s.run();
+  EXPECT_EQ(values(s.output(0)), (std::vector<float>{5, 7, 13, 15}));
 }
 
 }  // namespace

@@ -120,6 +120,7 @@ using rule_fn = std::vector<shape_info> (*)(const op_context&);
 [[nodiscard]] std::vector<shape_info> where(const op_context& c);
 [[nodiscard]] std::vector<shape_info> dropout(const op_context& c);
 [[nodiscard]] std::vector<shape_info> cast(const op_context& c);
+[[nodiscard]] std::vector<shape_info> cast_like(const op_context& c);
 
 // matmul.cpp
 [[nodiscard]] std::vector<shape_info> matmul(const op_context& c);

@@ -128,11 +128,12 @@ std::optional<refusal> cuda_backend::refuses(
     const node& n, std::span<const std::optional<dtype>> input_types) const {
   const op_entry* entry = n.domain.empty() ? find(n.op_type) : nullptr;
   if (entry == nullptr) return refusal{};
+  if (auto detail = unsupported_form(n)) return refusal{refusal::reason::form, {}, *detail};
   // The data input: Where's is its second (the first is the condition).
   const std::size_t data = n.op_type == "Where" ? 1 : 0;
   if (data < input_types.size() && input_types[data] &&
       !accepts(entry->types, *input_types[data])) {
-    return refusal{refusal::reason::dtype, *input_types[data]};
+    return refusal{refusal::reason::dtype, *input_types[data], {}};
   }
   return std::nullopt;
 }
