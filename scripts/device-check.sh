@@ -5,7 +5,11 @@
 #   scripts/device-check.sh [STEPS...]   steps: tests sanitizer engine-sanitizer commands
 #                                         release-check release-bench telemetry-bench
 #                                         thermal-latency thermal-power contexts foreign
-#                                         (default: the first six)
+#                                         models (default: the first six)
+# COOLBENCH_BUILD_TARGETS (space-separated) builds only those targets, for a short call.
+# models: the small PyTorch exports on CPU and CUDA (ctest conformance_torch_models*)
+# and the full-size model table (tools/check_full_models.py; COOLBENCH_MODELS_ARGS
+# passes options, e.g. "--deadline 100 --exporters torchscript").
 # The thermal steps are bench/thermal_invariance.py on one workload each,
 # sized for one 10-minute call; results.jsonl grows run by run, so a call cut
 # short still returns what ran. Combine two calls' files with
@@ -48,7 +52,8 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_WERRO
   -DCMAKE_PREFIX_PATH="$prefix/usr" -DCMAKE_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu" \
   -DCOOLBENCH_DEPS_DIR="$deps" -DPython_EXECUTABLE="$(command -v python3)" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
 # Keep going past a failed target: what did build still gets tested.
-cmake --build build -j 16 -- -k 0 >>"$out/build.log" 2>&1 || grep -E "error|FAILED" -A5 "$out/build.log" | head -40
+# shellcheck disable=SC2086 # a list of target names
+cmake --build build -j 16 ${COOLBENCH_BUILD_TARGETS:+--target $COOLBENCH_BUILD_TARGETS} -- -k 0 >>"$out/build.log" 2>&1 || grep -E "error|FAILED" -A5 "$out/build.log" | head -40
 grep -E "warning:" "$out/build.log" | sort -u | head -20
 grep -E "coolbench: (the Python module|no pybind11)" "$out/build.log" | tee -a "$log"
 
@@ -142,4 +147,11 @@ if want thermal-power; then
   python3 bench/thermal_invariance.py --build build --workload power=gemm:bf16:8192:8192:8192:1 \
     --policies coolbench naive fixed-sleep --repeats 2 --preheat 10 --max-time 20 --rel-ci 0.001 \
     --out "$out/thermal-power" 2>&1 | tee "$out/thermal-power.txt"
+fi
+if want models; then
+  ctest --test-dir build --output-on-failure -V -R conformance_torch_models >"$out/models-ctest.log" 2>&1
+  grep -E "^[0-9]+: (test_|torch-models|note|root)|tests passed|Passed|Failed|SKIPPED" "$out/models-ctest.log" | tee -a "$log"
+  # shellcheck disable=SC2086 # options
+  PYTHONPATH="$PWD/build/python" python3 tools/check_full_models.py ${COOLBENCH_MODELS_ARGS:-} \
+    --json "$out/full-models.json" 2>&1 | tee "$out/full-models.md" | grep -vE "Warning|warn"
 fi

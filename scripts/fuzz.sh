@@ -22,7 +22,7 @@ seeds=build-fuzz/seeds corpus=build-fuzz/corpus findings=build-fuzz/findings
 rm -rf "$seeds" "$corpus" "$findings"
 mkdir -p "$seeds" "$corpus" "$findings"
 for root in /usr/share/libonnx-testdata/data/node "$build/conformance/pypi" "$build/conformance/reference" \
-  tests/data/gpt2_torch; do
+  tests/data/models; do
   [[ -d "$root" ]] || continue
   for model in "$root"/test_*/model.onnx; do
     [[ -f "$model" ]] || continue

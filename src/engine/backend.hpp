@@ -17,10 +17,16 @@ namespace coolbench::engine {
 
 /// Why a backend refuses a node when a session is created.
 struct refusal {
-  enum class reason : std::uint8_t { op, dtype };
+  enum class reason : std::uint8_t { op, dtype, form };
   reason why = reason::op;
   dtype type = dtype::float32;  ///< for reason::dtype: the dtype it does not run
+  std::string detail;           ///< for reason::form: what of the node is not run, and why
 };
+
+/// What no backend runs of a node whose op it has: a training form or an
+/// optional output (MaxPool's Indices, BatchNormalization's training mode and
+/// statistics outputs); nullopt when the node asks for none of it.
+[[nodiscard]] std::optional<std::string> unsupported_form(const node& n);
 
 class backend {
  public:
@@ -37,8 +43,9 @@ class backend {
   [[nodiscard]] virtual std::optional<refusal> refuses(
       const node& n, std::span<const std::optional<dtype>> input_types) const {
     static_cast<void>(input_types);
-    if (supports(n)) return std::nullopt;
-    return refusal{};
+    if (!supports(n)) return refusal{};
+    if (auto detail = unsupported_form(n)) return refusal{refusal::reason::form, {}, *detail};
+    return std::nullopt;
   }
   /// Computes one node; sizes and fills `outputs` in the backend's memory.
   virtual void run(const node& n, std::span<const tensor* const> inputs,

@@ -102,9 +102,11 @@ std::string session::unsupported_message(const node& n, const refusal& refused,
       }
     }
   }
-  if (refused.why == refusal::reason::dtype || m_backend->on_device()) {
+  if (refused.why != refusal::reason::op || m_backend->on_device()) {
     text += type ? " for dtype " + std::string(to_string(*type)) : std::string(" for its dtypes");
   }
+  // No backend runs that form: the CPU is no way out, so none is offered.
+  if (refused.why == refusal::reason::form) return text + ": " + refused.detail;
   if (m_backend->on_device()) {
     text += " on the " + std::string(m_backend->name()) +
             " backend (no fallback to the CPU: run the model with the cpu backend)";

@@ -1,18 +1,24 @@
-// Conformance: every test_* folder under a root is loaded, run on the cpu
-// backend and compared with the expected outputs. Three roots, one ctest test
-// each (tests/engine/CMakeLists.txt), chosen through the environment:
+// Conformance: every test_* folder under a root is loaded, run on a backend
+// and compared with the expected outputs. One ctest test per root and backend
+// (tests/engine/CMakeLists.txt), chosen through the environment:
 //
-//   COOLBENCH_CONFORMANCE_ROOT  the folder of test_* folders (default: Debian's
-//                               libonnx-testdata node tests, found at configure time)
-//   COOLBENCH_CONFORMANCE_NAME  what the table calls the root (debian, pypi, reference)
-//   COOLBENCH_CONFORMANCE_MODE  "node" (default) or "reference"
+//   COOLBENCH_CONFORMANCE_ROOT     the folder of test_* folders (default: Debian's
+//                                  libonnx-testdata node tests, found at configure time)
+//   COOLBENCH_CONFORMANCE_NAME     what the table calls the root (debian, pypi, reference)
+//   COOLBENCH_CONFORMANCE_MODE     "node" (default) or "reference"
+//   COOLBENCH_CONFORMANCE_BACKEND  "cpu" (default) or "cuda:N"; without a GPU
+//                                  (or a CUDA build) a cuda run skips, saying why
 //
 // In node mode (ONNX's backend node tests: Debian's copy, and the newer one
 // of the PyPI onnx package) cases the engine cannot take (an operator, dtype
 // or attribute it does not support) are skipped with the reason; a supported
 // case that computes a wrong result fails. In reference mode (coolbench's own
-// models with onnxruntime's outputs, tools/make_reference_tests.py) every
-// case must run: a skip is a failure, and the tolerances are tighter.
+// models with onnxruntime's outputs, tools/make_reference_tests.py, and
+// PyTorch's exports with PyTorch's outputs, tools/export_models.py) every
+// case must run: a skip is a failure, and the tolerances are tighter. The one
+// exception is a case whose folder holds expected_refusal.<cpu|cuda>.txt: the
+// backend must then refuse it with exactly that message (an operator not there
+// yet), and a case that runs instead is compared as usual and says so.
 #include <onnx/onnx_pb.h>
 
 #include <gtest/gtest.h>
@@ -32,6 +38,10 @@
 
 #include "coolbench/engine/model.hpp"
 #include "coolbench/engine/session.hpp"
+#if COOLBENCH_ENGINE_CUDA
+#include "coolbench/core/error.hpp"
+#include "coolbench/device.hpp"
+#endif
 
 namespace coolbench::engine {
 namespace {
@@ -131,7 +141,9 @@ tolerance tolerance_for(dtype type, mode m) {
   return m == mode::reference ? tolerance{1e-4, 1e-5} : tolerance{1e-3, 1e-7};
 }
 
-std::string compare(const tensor& got, const tensor& want, mode m) {
+// "" when `got` matches; `largest` grows to the largest |got - want| of the
+// finite float elements compared.
+std::string compare(const tensor& got, const tensor& want, mode m, double& largest) {
   if (got.type() != want.type()) {
     return "dtype " + std::string(to_string(got.type())) + ", expected " +
            std::string(to_string(want.type()));
@@ -144,6 +156,8 @@ std::string compare(const tensor& got, const tensor& want, mode m) {
     const double g = element(got, i);
     const double w = element(want, i);
     bool ok = g == w;
+    if (is_float && std::isfinite(g) && std::isfinite(w))
+      largest = std::max(largest, std::abs(g - w));
     if (!ok && is_float) {
       ok = (std::isnan(g) && std::isnan(w)) ||
            (std::isfinite(w) && std::abs(g - w) <= atol + rtol * std::abs(w));
@@ -163,6 +177,7 @@ struct result {
   outcome kind = outcome::pass;
   std::string reason;  // the skip category or the first mismatch
   std::string detail;  // for a skip: the engine's message
+  double largest = 0;  // the largest |difference| over the outputs compared
 };
 
 // The op a test exercises: its only node's type, or "(multi-node)" for the
@@ -175,7 +190,17 @@ std::string op_label(const fs::path& model) {
   return "(multi-node)";
 }
 
-result run_case(const fs::path& dir, mode m) {
+// "cpu" or "cuda" for "cuda:N": the expected-refusal file's suffix.
+std::string backend_kind(const std::string& backend) {
+  return backend.starts_with("cuda") ? "cuda" : backend;
+}
+
+std::string trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+result run_case(const fs::path& dir, mode m, const std::string& backend) {
   graph g;
   try {
     g = load_onnx(dir / "model.onnx");
@@ -189,13 +214,14 @@ result run_case(const fs::path& dir, mode m) {
   const std::vector<value_info> outputs = g.outputs;
   std::optional<session> s;
   try {
-    s.emplace(std::move(g));
+    s.emplace(std::move(g), backend);
   } catch (const model_error& e) {
     const std::string what = e.what();
     if (what.find("unsupported operator") != std::string::npos)
       return {outcome::skip, "unsupported op", what};
     return {outcome::skip, "other load error", what};
   }
+  double largest = 0;
   std::vector<fs::path> sets;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.is_directory() && entry.path().filename().string().starts_with("test_data_set_"))
@@ -231,18 +257,118 @@ result run_case(const fs::path& dir, mode m) {
       if (!fs::exists(file)) continue;
       auto want = load_tensor(file);
       if (!want) return {outcome::skip, "unsupported dtype", {}};
-      const std::string mismatch = compare(s->output(outputs[k].name), *want, m);
+      const std::string mismatch = compare(s->output(outputs[k].name), *want, m, largest);
       if (!mismatch.empty())
         return {outcome::fail, where + "output '" + outputs[k].name + "' " + mismatch, {}};
     }
   }
-  return {};
+  return {outcome::pass, {}, {}, largest};
 }
 
 std::string environment(const char* name, std::string fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? std::string(value) : std::move(fallback);
 }
+
+// Why this backend cannot run here, or "" when it can.
+std::string backend_missing(const std::string& backend) {
+  if (backend == "cpu") return {};
+#if COOLBENCH_ENGINE_CUDA
+  try {
+    if (device::device::count() > 0) return {};
+  } catch (const error&) {
+  }
+  return "no GPU here: the " + backend + " backend cannot run";
+#else
+  return "this build has no CUDA backend (COOLBENCH_CUDA=OFF or no CUDA compiler)";
+#endif
+}
+
+// A case with an expected refusal: refused with exactly that message passes
+// (as a skip), refused otherwise fails; one that runs is judged as usual.
+result with_expected_refusal(const fs::path& dir, const std::string& backend, result r,
+                             std::vector<std::string>& notes) {
+  const fs::path file = dir / ("expected_refusal." + backend_kind(backend) + ".txt");
+  if (!fs::exists(file)) return r;
+  const std::string expected = trimmed(read_bytes(file));
+  const std::string name = dir.filename().string();
+  if (r.kind != outcome::skip) {
+    notes.push_back(name + ": ran although " + file.filename().string() +
+                    " expects a refusal; delete that file");
+    return r;
+  }
+  if (trimmed(r.detail) == expected) {
+    notes.push_back(name + ": refused as expected: " + expected);
+    return {outcome::skip, "refused as expected", r.detail};
+  }
+  return {outcome::fail, "refused with '" + r.detail + "', expected '" + expected + "'", {}};
+}
+
+// The results of a root's cases, by operator (node mode) or model (reference mode).
+struct tally {
+  struct counts {
+    int pass = 0, skip = 0, fail = 0;
+    double largest = 0;  // max |difference| of the passing cases' outputs
+  };
+  std::map<std::string, counts> by_label;
+  std::map<std::string, int> skip_reasons;
+  std::vector<std::string> failures;
+  std::vector<std::string> odd_skips;
+  std::vector<std::string> notes;
+  counts total;
+
+  void add(const std::string& label, const std::string& case_name, const result& r) {
+    counts& c = by_label[label];
+    switch (r.kind) {
+      case outcome::pass:
+        ++c.pass, ++total.pass;
+        c.largest = std::max(c.largest, r.largest);
+        break;
+      case outcome::skip:
+        ++c.skip, ++total.skip;
+        ++skip_reasons[r.reason];
+        // Op and dtype skips are self-explanatory from the table; the rest say why.
+        if (r.reason == "other load error" || r.reason == "unsupported attribute" ||
+            r.reason == "unsupported dtype at run time")
+          odd_skips.push_back(case_name + ": " + r.detail);
+        break;
+      case outcome::fail:
+        ++c.fail, ++total.fail;
+        failures.push_back(case_name + ": " + r.reason);
+        break;
+    }
+  }
+
+  [[nodiscard]] std::string table(const std::string& name, mode m, std::size_t cases) const {
+    std::ostringstream out;
+    out << (m == mode::reference ? "model  " : "op type")
+        << "                             pass  skip  fail"
+        << (m == mode::reference ? "  max |difference|" : "") << "\n";
+    for (const auto& [label, c] : by_label) {
+      out << label << std::string(label.size() < 34 ? 34 - label.size() : 1, ' ');
+      for (const int n : {c.pass, c.skip, c.fail}) {
+        const std::string v = std::to_string(n);
+        out << std::string(6 - std::min<std::size_t>(v.size(), 5), ' ') << v;
+      }
+      if (m == mode::reference && c.pass > 0) out << "  " << c.largest;
+      out << "\n";
+    }
+    out << name << " total: " << total.pass << " pass, " << total.skip << " skip, " << total.fail
+        << " fail of " << cases << "\nskipped:";
+    for (const auto& [reason, n] : skip_reasons) out << " " << reason << " " << n << ";";
+    out << "\n";
+    if (!odd_skips.empty()) {
+      out << "skipped for another reason than the op or dtype:\n";
+      for (const auto& f : odd_skips) out << "  " << f << "\n";
+    }
+    for (const auto& n : notes) out << "note: " << n << "\n";
+    if (!failures.empty()) {
+      out << "failing:\n";
+      for (const auto& f : failures) out << "  " << f << "\n";
+    }
+    return out.str();
+  }
+};
 
 TEST(conformance, root) {
   const fs::path root = environment("COOLBENCH_CONFORMANCE_ROOT", COOLBENCH_ONNX_NODE_TESTS);
@@ -251,12 +377,16 @@ TEST(conformance, root) {
   ASSERT_TRUE(mode_name == "node" || mode_name == "reference")
       << "COOLBENCH_CONFORMANCE_MODE is '" << mode_name << "'; expected node or reference";
   const mode m = mode_name == "reference" ? mode::reference : mode::node;
+  const std::string backend = environment("COOLBENCH_CONFORMANCE_BACKEND", "cpu");
+  if (const std::string missing = backend_missing(backend); !missing.empty())
+    GTEST_SKIP() << "the " << name << " root on " << backend << ": " << missing;
   if (root.empty() || !fs::is_directory(root)) {
     GTEST_SKIP() << "no test data for the " << name << " root at '" << root.string()
                  << "' (debian: the Debian package libonnx-testdata; pypi and reference: "
                     ".venv/, which scripts/setup.sh makes, then reconfigure)";
   }
-  std::cout << "root " << name << " (" << mode_name << " mode): " << root.string() << "\n";
+  std::cout << "root " << name << " (" << mode_name << " mode) on " << backend << ": "
+            << root.string() << "\n";
   std::vector<fs::path> cases;
   for (const auto& entry : fs::directory_iterator(root)) {
     if (entry.is_directory() && entry.path().filename().string().starts_with("test_"))
@@ -265,66 +395,20 @@ TEST(conformance, root) {
   std::sort(cases.begin(), cases.end());
   ASSERT_FALSE(cases.empty()) << "no test_* folders under " << root;
 
-  struct counts {
-    int pass = 0, skip = 0, fail = 0;
-  };
-  std::map<std::string, counts> by_op;
-  std::map<std::string, int> skip_reasons;
-  std::vector<std::string> failures;
-  std::vector<std::string> odd_skips;
-  counts total;
+  tally t;
   for (const auto& dir : cases) {
-    result r = run_case(dir, m);
-    // coolbench's own models must all run: a skip there is a gap, not a choice.
-    if (m == mode::reference && r.kind == outcome::skip)
+    result r = with_expected_refusal(dir, backend, run_case(dir, m, backend), t.notes);
+    // Whole models must all run: a skip there is a gap, not a choice.
+    if (m == mode::reference && r.kind == outcome::skip && r.reason != "refused as expected")
       r = {outcome::fail, "skipped (" + r.reason + "): " + r.detail, {}};
     // Reference cases are whole models: the folder names them better than "(multi-node)".
-    counts& c =
-        by_op[m == mode::reference ? dir.filename().string() : op_label(dir / "model.onnx")];
-    switch (r.kind) {
-      case outcome::pass: ++c.pass, ++total.pass; break;
-      case outcome::skip:
-        ++c.skip, ++total.skip;
-        ++skip_reasons[r.reason];
-        // Op and dtype skips are self-explanatory from the table; the rest say why.
-        if (r.reason == "other load error" || r.reason == "unsupported attribute" ||
-            r.reason == "unsupported dtype at run time")
-          odd_skips.push_back(dir.filename().string() + ": " + r.detail);
-        break;
-      case outcome::fail:
-        ++c.fail, ++total.fail;
-        failures.push_back(dir.filename().string() + ": " + r.reason);
-        break;
-    }
+    t.add(m == mode::reference ? dir.filename().string() : op_label(dir / "model.onnx"),
+          dir.filename().string(), r);
   }
-
-  std::ostringstream table;
-  table << (m == mode::reference ? "model  " : "op type")
-        << "                         pass  skip  fail\n";
-  for (const auto& [op, c] : by_op) {
-    table << op << std::string(op.size() < 30 ? 30 - op.size() : 1, ' ');
-    for (const int n : {c.pass, c.skip, c.fail}) {
-      const std::string v = std::to_string(n);
-      table << std::string(6 - std::min<std::size_t>(v.size(), 5), ' ') << v;
-    }
-    table << "\n";
-  }
-  table << name << " total: " << total.pass << " pass, " << total.skip << " skip, " << total.fail
-        << " fail of " << cases.size() << "\nskipped:";
-  for (const auto& [reason, n] : skip_reasons) table << " " << reason << " " << n << ";";
-  table << "\n";
-  if (!odd_skips.empty()) {
-    table << "skipped for another reason than the op or dtype:\n";
-    for (const auto& f : odd_skips) table << "  " << f << "\n";
-  }
-  if (!failures.empty()) {
-    table << "failing:\n";
-    for (const auto& f : failures) table << "  " << f << "\n";
-  }
-  std::cout << table.str();
-  EXPECT_EQ(total.fail, 0)
+  std::cout << t.table(name, m, cases.size());
+  EXPECT_EQ(t.total.fail, 0)
       << (m == mode::reference
-              ? "coolbench's own models fail or differ from onnxruntime; see the list above"
+              ? "whole models fail or differ from their reference outputs; see the list above"
               : "supported operators compute wrong results; see the list above");
 }
 

@@ -19,32 +19,12 @@
 #include "coolbench/device.hpp"
 #include "engine/backends/cuda/backend.hpp"
 #include "engine/backends/registry.hpp"
+#include "engine/cuda_parity_cases.hpp"
 
 namespace coolbench::engine {
 namespace {
 
-using int_list = std::vector<std::int64_t>;
-
-// How random inputs are drawn.
-enum class values : std::uint8_t { normal, positive, away_from_zero, small_ints, indices };
-
-struct input_spec {
-  input_spec(dtype t, shape_t s, values k = values::normal, int_list fixed_values = {},
-             std::int64_t range = 0)
-      : type(t), shape(std::move(s)), kind(k), fixed(std::move(fixed_values)), index_range(range) {}
-  dtype type;
-  shape_t shape;
-  values kind;
-  int_list fixed;            // int64 contents given exactly (shapes, axes), when not empty
-  std::int64_t index_range;  // for values::indices: [-range, range)
-};
-
-struct parity_case {
-  std::string label;
-  node n;
-  std::vector<input_spec> inputs;  // type float32 in a spec stands for the case's dtype
-  std::size_t outputs = 1;
-};
+using namespace parity;  // NOLINT(google-build-using-namespace): the cases' vocabulary
 
 double load(const tensor& t, std::size_t i) {
   switch (t.type()) {
@@ -117,31 +97,6 @@ bool close(double want, double got, dtype type, double scale) {
   return std::abs(want - got) <= abs + rel * std::abs(want);
 }
 
-node make_node(std::string op, std::size_t inputs, std::size_t outputs,
-               std::map<std::string, attribute> attributes = {}) {
-  node n;
-  n.name = op + "_node";
-  n.op_type = std::move(op);
-  for (std::size_t i = 0; i < inputs; ++i) n.inputs.push_back("in" + std::to_string(i));
-  for (std::size_t i = 0; i < outputs; ++i) n.outputs.push_back("out" + std::to_string(i));
-  n.attributes = std::move(attributes);
-  return n;
-}
-
-constexpr dtype f = dtype::float32;  // "the case's dtype" in specs
-const std::vector<dtype> k_floats = {dtype::float32, dtype::float16, dtype::bfloat16};
-const std::vector<dtype> k_numeric = {dtype::float32, dtype::float16, dtype::bfloat16, dtype::int64,
-                                      dtype::int32};
-
-struct suite {
-  std::vector<std::pair<parity_case, std::vector<dtype>>> cases;
-  void add(std::string label, node n, std::vector<input_spec> inputs, std::vector<dtype> types,
-           std::size_t outputs = 1) {
-    cases.push_back({parity_case{std::move(label), std::move(n), std::move(inputs), outputs},
-                     std::move(types)});
-  }
-};
-
 void add_elementwise(suite& s) {
   const std::vector<std::pair<std::string, values>> float_unary = {
       {"Sqrt", values::positive},  {"Reciprocal", values::away_from_zero},
@@ -200,6 +155,11 @@ void add_elementwise(suite& s) {
           {dtype::float32, dtype::float16, dtype::bfloat16, dtype::int64, dtype::int32,
            dtype::boolean});
   }
+  s.add("CastLike to float16", make_node("CastLike", 2, 1),
+        {{f, {5, 13}, values::small_ints}, {dtype::float16, {1}}},
+        {dtype::float32, dtype::bfloat16, dtype::int64, dtype::int32, dtype::boolean});
+  s.add("CastLike to int64", make_node("CastLike", 2, 1),
+        {{f, {7}, values::small_ints}, {dtype::int64, {}}}, k_floats);
   s.add("Clip", make_node("Clip", 3, 1),
         {{f, {4, 20}, values::small_ints},
          {f, {}, values::small_ints, {-1}},
@@ -353,6 +313,7 @@ TEST(cuda_parity, every_operator_and_dtype_matches_the_cpu) {
   add_data(s);
   add_reduce(s);
   add_matmul(s);
+  add_nn(s);
   auto cpu = make_backend("cpu");
   cuda::cuda_backend gpu(0);
   gpu.poison_allocations(true);
@@ -414,8 +375,8 @@ TEST(cuda_parity, every_operator_and_dtype_matches_the_cpu) {
       ops.size(), s.cases.size(), runs, elements);
   // Every operator the backend has is covered.
   std::set<std::string> table;
-  for (const auto family :
-       {cuda::elementwise_ops(), cuda::data_ops(), cuda::reduce_ops(), cuda::matmul_ops()}) {
+  for (const auto family : {cuda::elementwise_ops(), cuda::data_ops(), cuda::reduce_ops(),
+                            cuda::matmul_ops(), cuda::nn_ops()}) {
     for (const auto& e : family) table.emplace(e.op_type);
   }
   EXPECT_EQ(ops, table);

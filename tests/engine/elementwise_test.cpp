@@ -83,7 +83,7 @@ TEST(Elementwise, TableHasEveryOp) {
         "Log",   "Tanh", "Erf",      "Neg",     "Abs",   "Relu",   "Sigmoid",     "Gelu",
         "Equal", "Less", "Greater",  "Not",     "And",   "Where",  "Min",         "Max",
         "Clip",  "Cast", "Identity", "Dropout", "IsNaN", "CumSum", "LessOrEqual", "GreaterOrEqual",
-        "Or",    "Xor"}) {
+        "Or",    "Xor",  "CastLike"}) {
     EXPECT_NE(find_kernel(op), nullptr) << op;
   }
 }

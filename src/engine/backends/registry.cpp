@@ -30,7 +30,31 @@ std::optional<int> cuda_ordinal(std::string_view name) {
   return ordinal;
 }
 
+bool names_output(const node& n, std::size_t from) {
+  for (std::size_t i = from; i < n.outputs.size(); ++i) {
+    if (!n.outputs[i].empty()) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+std::optional<std::string> unsupported_form(const node& n) {
+  if (!n.domain.empty()) return std::nullopt;
+  if (n.op_type == "MaxPool" && names_output(n, 1)) {
+    return "the Indices output (each window's argmax) is not computed; export without it";
+  }
+  if (n.op_type == "BatchNormalization") {
+    if (n.get<std::int64_t>("training_mode", 0) != 0 || names_output(n, 1)) {
+      return "training_mode and the running-statistics outputs are not computed (the engine "
+             "runs inference only); export the model in eval mode";
+    }
+    if (n.get<std::int64_t>("spatial", 1) == 0) {
+      return "spatial 0 (per-element statistics, opset < 9) is not supported";
+    }
+  }
+  return std::nullopt;
+}
 
 std::unique_ptr<backend> make_backend(std::string_view name) {
   if (name == "cpu") return make_cpu_backend();

@@ -56,4 +56,11 @@ std::vector<shape_info> cast(const op_context& c) {
   return {s};
 }
 
+std::vector<shape_info> cast_like(const op_context& c) {
+  shape_info s = c.shape(0);
+  s.type_known = c.shape(1).type_known;
+  s.type = c.shape(1).type;
+  return {s};
+}
+
 }  // namespace coolbench::engine::shape_rules

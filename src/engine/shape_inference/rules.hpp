@@ -120,6 +120,7 @@ using rule_fn = std::vector<shape_info> (*)(const op_context&);
 [[nodiscard]] std::vector<shape_info> where(const op_context& c);
 [[nodiscard]] std::vector<shape_info> dropout(const op_context& c);
 [[nodiscard]] std::vector<shape_info> cast(const op_context& c);
+[[nodiscard]] std::vector<shape_info> cast_like(const op_context& c);
 
 // matmul.cpp
 [[nodiscard]] std::vector<shape_info> matmul(const op_context& c);
@@ -128,6 +129,12 @@ using rule_fn = std::vector<shape_info> (*)(const op_context&);
 // reduce.cpp
 [[nodiscard]] std::vector<shape_info> reduce(const op_context& c);
 [[nodiscard]] std::vector<shape_info> layer_norm(const op_context& c);
+
+// nn.cpp
+[[nodiscard]] std::vector<shape_info> conv(const op_context& c);
+[[nodiscard]] std::vector<shape_info> pool(const op_context& c);
+[[nodiscard]] std::vector<shape_info> global_pool(const op_context& c);
+[[nodiscard]] std::vector<shape_info> gather_elements(const op_context& c);
 
 // shape_ops.cpp
 [[nodiscard]] std::vector<shape_info> reshape(const op_context& c);

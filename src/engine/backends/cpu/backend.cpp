@@ -9,6 +9,7 @@
 #include "engine/backends/cpu/blas.hpp"
 #include "engine/backends/cpu/elementwise.hpp"
 #include "engine/backends/cpu/matmul.hpp"
+#include "engine/backends/cpu/nn.hpp"
 #include "engine/backends/cpu/reduce.hpp"
 #include "engine/backends/cpu/shape_ops.hpp"
 #include "engine/backends/registry.hpp"
@@ -19,8 +20,9 @@ namespace {
 class cpu_backend final : public backend {
  public:
   cpu_backend() {
-    for (const auto family : {cpu::elementwise_kernels(), cpu::shape_kernels(),
-                              cpu::matmul_kernels(), cpu::reduce_kernels()}) {
+    for (const auto family :
+         {cpu::elementwise_kernels(), cpu::shape_kernels(), cpu::matmul_kernels(),
+          cpu::reduce_kernels(), cpu::conv_kernels(), cpu::pool_kernels()}) {
       m_kernels.insert(m_kernels.end(), family.begin(), family.end());
     }
     std::sort(m_kernels.begin(), m_kernels.end(),

@@ -1,5 +1,5 @@
 // Unary elementwise kernels: math, activations (Relu, Sigmoid, Gelu), Clip,
-// Cast, IsNaN, CumSum, Identity and inference-mode Dropout.
+// Cast, CastLike, IsNaN, CumSum, Identity and inference-mode Dropout.
 #include "engine/backends/cpu/elementwise.hpp"
 
 #include <cmath>
@@ -196,11 +196,14 @@ dtype cast_target(const node& n) {
                          "6 (int32) or 9 (bool)");
 }
 
+// Cast takes its target from the attribute `to`; CastLike from its second
+// input's dtype (its `saturate`, opset 19, only concerns float8 types).
+template <bool Like>
 void cast_kernel(const node& n, inputs_t inputs, outputs_t outputs) {
-  require_inputs(n, inputs, 1, 1);
+  require_inputs(n, inputs, Like ? 2 : 1, Like ? 2 : 1);
   require_outputs(n, outputs, 1);
   const tensor& x = input(n, inputs, 0);
-  const dtype target = cast_target(n);
+  const dtype target = Like ? input(n, inputs, 1).type() : cast_target(n);
   dispatch(n, x.type(), "input 0", any_types{}, [&](auto from_tag) {
     dispatch(n, target, "cast target", any_types{}, [&](auto to_tag) {
       using S = typename decltype(from_tag)::type;
@@ -333,7 +336,8 @@ constexpr kernel_entry kernel_table[] = {
     {"CumSum", cumsum_kernel},
     {"Not", unary_kernel<bool_types, not_op>},
     {"Clip", clip_kernel},
-    {"Cast", cast_kernel},
+    {"Cast", cast_kernel<false>},
+    {"CastLike", cast_kernel<true>},
     {"Identity", identity_kernel},
     {"Dropout", dropout_kernel},
 };

@@ -1,5 +1,5 @@
 // Kernels that move or describe data without arithmetic on it: Reshape,
-// Transpose, Squeeze, Unsqueeze, Concat, Split, Slice, Gather, Shape, Size,
+// Transpose, Squeeze, Unsqueeze, Concat, Split, Slice, Gather, GatherElements, Shape, Size,
 // ConstantOfShape, Constant, Expand, Range, Trilu. They copy elements as bytes
 // of the dtype's size, so every dtype works (Range computes, on its numeric
 // types only).
@@ -19,7 +19,7 @@ namespace coolbench::engine::cpu {
 /// Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Expand, Shape, Size.
 [[nodiscard]] std::span<const kernel_entry> shape_view_kernels();
 
-/// Concat, Split, Slice, Gather, GatherND.
+/// Concat, Split, Slice, Gather, GatherElements, GatherND.
 [[nodiscard]] std::span<const kernel_entry> shape_select_kernels();
 
 /// ConstantOfShape, Constant, Range, Trilu.

@@ -1,5 +1,5 @@
-// Kernels that pick or join parts of tensors: Concat, Split, Slice, Gather
-// and GatherND.
+// Kernels that pick or join parts of tensors: Concat, Split, Slice, Gather,
+// GatherElements and GatherND.
 #include "engine/backends/cpu/shape_ops.hpp"
 
 #include "engine/backends/cpu/shape_ops_support.hpp"
@@ -263,7 +263,55 @@ void gather_nd(const node& n, std::span<const tensor* const> inputs, std::span<t
   }
 }
 
-constexpr std::array<kernel_entry, 5> k_kernels = {{
+// GatherElements: out[i] = data[i with its `axis` coordinate replaced by
+// indices[i]]; indices has data's rank, and may be smaller on every axis.
+void gather_elements(const node& n, std::span<const tensor* const> inputs,
+                     std::span<tensor> outputs) {
+  const tensor& data = input(n, inputs, 0);
+  const tensor& indices_tensor = input(n, inputs, 1);
+  const int_list indices = read_ints(n, indices_tensor, "indices");
+  const shape_t& ds = data.shape();
+  const shape_t& is = indices_tensor.shape();
+  if (ds.empty() || is.size() != ds.size()) {
+    fail(n, "expected data of rank >= 1 and indices of its rank, got data " + to_string(ds) +
+                " and indices " + to_string(is));
+  }
+  const std::size_t axis = normalize_axis(n, n.get<std::int64_t>("axis", 0), ds.size());
+  for (std::size_t d = 0; d < ds.size(); ++d) {
+    if (d != axis && is[d] > ds[d]) {
+      fail(n, "expected indices " + to_string(is) + " no larger than data " + to_string(ds) +
+                  " outside axis " + std::to_string(axis));
+    }
+  }
+  tensor& out = output(n, outputs, 0);
+  out = tensor(data.type(), is);
+  const std::size_t element = size_of(data.type());
+  const int_list strides = strides_of(ds);
+  const std::int64_t dim = ds[axis];
+  int_list index(is.size(), 0);
+  std::int64_t offset = 0;  // data offset of `index` without the axis coordinate
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    std::int64_t k = indices[i];
+    if (k < -dim || k >= dim) {
+      fail(n, "expected indices in [" + std::to_string(-dim) + ", " + std::to_string(dim - 1) +
+                  "] on axis " + std::to_string(axis) + ", got " + std::to_string(k));
+    }
+    if (k < 0) k += dim;
+    std::memcpy(out.raw().data() + i * element,
+                data.raw().data() + static_cast<std::size_t>(offset + k * strides[axis]) * element,
+                element);
+    for (std::size_t d = is.size(); d-- > 0;) {
+      const std::int64_t step = d == axis ? 0 : strides[d];
+      offset += step;
+      if (++index[d] < is[d]) break;
+      offset -= step * is[d];
+      index[d] = 0;
+    }
+  }
+}
+
+constexpr std::array<kernel_entry, 6> k_kernels = {{
+    {"GatherElements", gather_elements},
     {"GatherND", gather_nd},
     {"Concat", concat},
     {"Split", split},

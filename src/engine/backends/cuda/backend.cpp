@@ -87,10 +87,16 @@ void op_call::fail(const std::string& what) const {
   throw invalid_argument(n.describe() + " on " + std::string(backend.name()) + ": " + what);
 }
 
+std::pair<int*, int> op_call::device_check(const std::string& what) const {
+  int* flag = backend.error_flag();
+  return {flag, backend.error_code(n.describe() + " on " + std::string(backend.name()) + ": " +
+                                   what + " (found on the device)")};
+}
+
 cuda_backend::cuda_backend(int ordinal)
     : m_ordinal(ordinal), m_name("cuda:" + std::to_string(ordinal)) {
   static_cast<void>(device::device::get(ordinal));  // throws for a GPU that is not there
-  for (const auto family : {elementwise_ops(), data_ops(), reduce_ops(), matmul_ops()}) {
+  for (const auto family : {elementwise_ops(), data_ops(), reduce_ops(), matmul_ops(), nn_ops()}) {
     m_ops.insert(m_ops.end(), family.begin(), family.end());
   }
   std::sort(m_ops.begin(), m_ops.end(),
@@ -122,11 +128,12 @@ std::optional<refusal> cuda_backend::refuses(
     const node& n, std::span<const std::optional<dtype>> input_types) const {
   const op_entry* entry = n.domain.empty() ? find(n.op_type) : nullptr;
   if (entry == nullptr) return refusal{};
+  if (auto detail = unsupported_form(n)) return refusal{refusal::reason::form, {}, *detail};
   // The data input: Where's is its second (the first is the condition).
   const std::size_t data = n.op_type == "Where" ? 1 : 0;
   if (data < input_types.size() && input_types[data] &&
       !accepts(entry->types, *input_types[data])) {
-    return refusal{refusal::reason::dtype, *input_types[data]};
+    return refusal{refusal::reason::dtype, *input_types[data], {}};
   }
   return std::nullopt;
 }
@@ -191,7 +198,39 @@ tensor cuda_backend::copy_out(const tensor& value) {
 }
 
 void cuda_backend::synchronize() {
-  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())));
+  const auto queue = static_cast<cudaStream_t>(stream());
+  if (m_error_messages.empty() || !m_error_flag.valid()) {
+    m_error_messages.clear();
+    COOLBENCH_CUDA_CALL(cudaStreamSynchronize(queue));
+    return;
+  }
+  int code = 0;
+  COOLBENCH_CUDA_CALL(
+      cudaMemcpyAsync(&code, m_error_flag.get(), sizeof code, cudaMemcpyDeviceToHost, queue));
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(queue));
+  std::vector<std::string> messages;
+  messages.swap(m_error_messages);
+  if (code == 0) return;
+  COOLBENCH_CUDA_CALL(cudaMemsetAsync(m_error_flag.get(), 0, sizeof code, queue));
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(queue));
+  const auto index = static_cast<std::size_t>(code - 1);
+  throw invalid_argument(index < messages.size() ? messages[index]
+                                                 : "a CUDA kernel reported an invalid input");
+}
+
+int* cuda_backend::error_flag() {
+  if (!m_error_flag.valid()) {  // first use, or made stale by a device release
+    m_error_messages.clear();
+    m_error_flag = lease().allocate(sizeof(int));
+    COOLBENCH_CUDA_CALL(
+        cudaMemsetAsync(m_error_flag.get(), 0, sizeof(int), static_cast<cudaStream_t>(stream())));
+  }
+  return static_cast<int*>(m_error_flag.get());
+}
+
+int cuda_backend::error_code(std::string message) {
+  m_error_messages.push_back(std::move(message));
+  return static_cast<int>(m_error_messages.size());
 }
 
 void* cuda_backend::stream() { return lease().stream(); }

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "coolbench/device.hpp"
@@ -39,6 +40,9 @@ struct op_call {
   /// A scalar input of any numeric dtype on the host, as double.
   [[nodiscard]] double host_scalar(const tensor& t) const;
   [[noreturn]] void fail(const std::string& what) const;
+  /// The backend's error flag and a code for `what` (prefixed with the node
+  /// and backend, as fail() does) for a kernel that checks on the device.
+  [[nodiscard]] std::pair<int*, int> device_check(const std::string& what) const;
 };
 
 using op_fn = void (*)(const op_call& call);
@@ -54,11 +58,13 @@ struct op_entry {
 
 /// The op table: elementwise ops (ops_elementwise.cpp), data movement and
 /// shapes (ops_data.cpp), reductions and normalizations (ops_reduce.cpp),
-/// MatMul and Gemm (matmul.cpp).
+/// MatMul and Gemm (matmul.cpp), Conv, pools, BatchNormalization and
+/// GatherElements (ops_nn.cpp).
 std::span<const op_entry> elementwise_ops();
 std::span<const op_entry> data_ops();
 std::span<const op_entry> reduce_ops();
 std::span<const op_entry> matmul_ops();
+std::span<const op_entry> nn_ops();
 
 /// cuBLASLt state of one context generation (matmul.cpp): the handle (a
 /// cublasLtHandle_t) adopted by the device layer, and the workspace.
@@ -104,6 +110,14 @@ class cuda_backend final : public backend {
   /// cuBLASLt handle and workspace, made again after a device release.
   blas_state& blas();
 
+  /// A device int a kernel sets (atomicCAS from 0) when an input was invalid
+  /// in a way only the device sees (an index out of range), and the code it
+  /// writes for `message` (the node and the valid range). synchronize()
+  /// reads the flag and throws invalid_argument with the message of the
+  /// code set; the output holds 0 at those elements until then.
+  [[nodiscard]] int* error_flag();
+  [[nodiscard]] int error_code(std::string message);
+
  private:
   const op_entry* find(std::string_view op_type) const;
 
@@ -112,6 +126,8 @@ class cuda_backend final : public backend {
   std::vector<op_entry> m_ops;
   std::optional<device::lease> m_lease;
   std::unique_ptr<blas_state> m_blas;
+  device::buffer m_error_flag;
+  std::vector<std::string> m_error_messages;  // code k is m_error_messages[k - 1]
   bool m_poison = false;
 };
 

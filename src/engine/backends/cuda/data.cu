@@ -19,7 +19,8 @@ __global__ void strided_copy_kernel(const T* in, T* out, index_plan plan) {
 
 template <class T, class I>
 __global__ void gather_kernel(const T* data, const I* indices, T* out, std::int64_t axis_size,
-                              std::int64_t inner, std::int64_t index_count, std::int64_t count) {
+                              std::int64_t inner, std::int64_t index_count, std::int64_t count,
+                              int* error_flag, int error_code) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < count;
        i += std::int64_t{gridDim.x} * blockDim.x) {
     const std::int64_t in_inner = i % inner;
@@ -27,8 +28,12 @@ __global__ void gather_kernel(const T* data, const I* indices, T* out, std::int6
     const std::int64_t o = i / (inner * index_count);
     std::int64_t index = indices[k];
     if (index < 0) index += axis_size;
-    out[i] =
-        index >= 0 && index < axis_size ? data[(o * axis_size + index) * inner + in_inner] : T{};
+    if (index >= 0 && index < axis_size) {
+      out[i] = data[(o * axis_size + index) * inner + in_inner];
+    } else {
+      out[i] = T{};
+      atomicCAS(error_flag, 0, error_code);
+    }
   }
 }
 
@@ -39,7 +44,8 @@ struct nd_dims {
 template <class T>
 __global__ void gather_nd_kernel(const T* data, const std::int64_t* indices, T* out,
                                  std::int64_t per_batch, int depth, nd_dims dims,
-                                 std::int64_t gathered, std::int64_t slice, std::int64_t count) {
+                                 std::int64_t gathered, std::int64_t slice, std::int64_t count,
+                                 int* error_flag, int error_code) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < count;
        i += std::int64_t{gridDim.x} * blockDim.x) {
     const std::int64_t s = i % slice;
@@ -53,7 +59,12 @@ __global__ void gather_nd_kernel(const T* data, const std::int64_t* indices, T* 
       inside = inside && index >= 0 && index < dims.size[d];
       offset = offset * dims.size[d] + index;
     }
-    out[i] = inside ? data[(b * gathered + offset) * slice + s] : T{};
+    if (inside) {
+      out[i] = data[(b * gathered + offset) * slice + s];
+    } else {
+      out[i] = T{};
+      atomicCAS(error_flag, 0, error_code);
+    }
   }
 }
 
@@ -106,7 +117,7 @@ void launch_strided_copy(std::size_t element, const void* in, void* out, const i
 
 void launch_gather(std::size_t element, const void* data, const void* indices, bool indices_int64,
                    void* out, std::int64_t outer, std::int64_t axis_size, std::int64_t inner,
-                   std::int64_t index_count, void* stream) {
+                   std::int64_t index_count, int* error_flag, int error_code, void* stream) {
   const std::int64_t count = outer * index_count * inner;
   if (count == 0) return;
   dispatch_bytes(element, [&](auto t) {
@@ -114,7 +125,7 @@ void launch_gather(std::size_t element, const void* data, const void* indices, b
     const auto launch = [&](auto* typed_indices) {
       gather_kernel<<<grid_for(count), k_block, 0, as_stream(stream)>>>(
           static_cast<const T*>(data), typed_indices, static_cast<T*>(out), axis_size, inner,
-          index_count, count);
+          index_count, count, error_flag, error_code);
     };
     if (indices_int64) {
       launch(static_cast<const std::int64_t*>(indices));
@@ -127,7 +138,8 @@ void launch_gather(std::size_t element, const void* data, const void* indices, b
 
 void launch_gather_nd(std::size_t element, const void* data, const std::int64_t* indices, void* out,
                       std::int64_t batch, std::int64_t per_batch, int index_depth,
-                      const std::int64_t* gathered_dims, std::int64_t slice, void* stream) {
+                      const std::int64_t* gathered_dims, std::int64_t slice, int* error_flag,
+                      int error_code, void* stream) {
   const std::int64_t count = batch * per_batch * slice;
   if (count == 0) return;
   nd_dims dims{};
@@ -140,7 +152,7 @@ void launch_gather_nd(std::size_t element, const void* data, const std::int64_t*
     using T = typename decltype(t)::type;
     gather_nd_kernel<T><<<grid_for(count), k_block, 0, as_stream(stream)>>>(
         static_cast<const T*>(data), indices, static_cast<T*>(out), per_batch, index_depth, dims,
-        gathered, slice, count);
+        gathered, slice, count, error_flag, error_code);
   });
   check_launch();
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "coolbench/engine/tensor.hpp"
+#include "engine/window_geometry.hpp"
 
 namespace coolbench::engine::cuda {
 
@@ -79,15 +80,26 @@ void launch_clip(dtype type, const void* x, void* y, std::int64_t count, bool ha
 void launch_strided_copy(std::size_t element, const void* in, void* out, const index_plan& plan,
                          void* stream);
 /// Gather along an axis: data viewed as [outer, axis, inner], indices
-/// (int32 or int64, negative counted from the end; out of range gives 0).
+/// (int32 or int64, negative counted from the end). An index out of range
+/// gives 0 and sets `error_flag` to `error_code` (cuda_backend::error_flag).
 void launch_gather(std::size_t element, const void* data, const void* indices, bool indices_int64,
                    void* out, std::int64_t outer, std::int64_t axis_size, std::int64_t inner,
-                   std::int64_t index_count, void* stream);
+                   std::int64_t index_count, int* error_flag, int error_code, void* stream);
+/// GatherElements over `plan` (the indices' shape; operand 0: data's strides
+/// with 0 on the axis, operand 1: the indices, dense): the axis coordinate
+/// from the index (negative counted from the end). An index outside
+/// [-axis_size, axis_size) gives 0 and writes `error_code` to `error_flag`
+/// (when none is set yet), for synchronize() to report.
+void launch_gather_elements(std::size_t element, const void* data, const void* indices,
+                            bool indices_int64, void* out, const index_plan& plan,
+                            std::int64_t axis_stride, std::int64_t axis_size, int* error_flag,
+                            int error_code, void* stream);
 /// GatherND: data viewed as [batch, gathered dims (index_depth), slice];
-/// indices as [batch, per_batch, index_depth] int64.
+/// indices as [batch, per_batch, index_depth] int64; out of range as Gather.
 void launch_gather_nd(std::size_t element, const void* data, const std::int64_t* indices, void* out,
                       std::int64_t batch, std::int64_t per_batch, int index_depth,
-                      const std::int64_t* gathered_dims, std::int64_t slice, void* stream);
+                      const std::int64_t* gathered_dims, std::int64_t slice, int* error_flag,
+                      int error_code, void* stream);
 /// Fills `count` elements of `element` bytes with the bytes of `value`.
 void launch_fill(std::size_t element, const void* value, void* out, std::int64_t count,
                  void* stream);
@@ -116,5 +128,27 @@ void launch_layer_norm(dtype type, const void* x, const void* scale, const void*
 /// Running sums along the middle of [outer, n, inner].
 void launch_cumsum(dtype type, const void* x, void* y, std::int64_t outer, std::int64_t n,
                    std::int64_t inner, bool exclusive, bool reverse, void* stream);
+
+/// Conv (and its pools) over [N, C, the geometry's three spatial axes].
+struct conv_plan {
+  window_geometry geometry;
+  std::int64_t batch = 0, channels = 0, maps = 0, group = 1;
+  std::int64_t in_count = 0, out_count = 0, kernel_count = 0;  ///< per plane
+};
+/// y[N, M, out] = sum over the group's channels and the kernel taps of x * w,
+/// plus bias[m] (may be null), accumulated in float32.
+void launch_conv(dtype type, const void* x, const void* w, const void* bias, void* y,
+                 const conv_plan& plan, void* stream);
+/// MaxPool or AveragePool of each of the batch * channels planes.
+void launch_pool(dtype type, bool max, bool count_include_pad, const void* x, void* y,
+                 const conv_plan& plan, void* stream);
+/// The mean or maximum of each of `planes` rows of `length` elements.
+void launch_global_pool(dtype type, bool max, const void* x, void* y, std::int64_t planes,
+                        std::int64_t length, void* stream);
+/// y = (x - mean[c]) * scale[c] / sqrt(var[c] + epsilon) + bias[c] over
+/// [outer, channels, inner]; the four parameters in float32.
+void launch_batch_norm(dtype type, const void* x, const float* scale, const float* bias,
+                       const float* mean, const float* var, void* y, std::int64_t count,
+                       std::int64_t channels, std::int64_t inner, float epsilon, void* stream);
 
 }  // namespace coolbench::engine::cuda

@@ -37,6 +37,8 @@ cuda_backend::~cuda_backend() { release(); }
 
 void cuda_backend::release() noexcept {
   m_blas.reset();
+  m_error_flag = device::buffer();
+  m_error_messages.clear();
   m_lease.reset();
 }
 

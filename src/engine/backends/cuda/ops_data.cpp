@@ -320,9 +320,13 @@ void gather(const op_call& call) {
   shape.insert(shape.end(), data.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1,
                data.shape().end());
   tensor out = call.allocate(data.type(), shape);
+  const std::int64_t dim = data.shape()[axis];
+  const auto [flag, code] =
+      call.device_check("expected indices in [" + std::to_string(-dim) + ", " +
+                        std::to_string(dim - 1) + "], got one outside");
   launch_gather(size_of(data.type()), data.device_data(), indices.device_data(),
                 indices.type() == dtype::int64, out.device_data(), product(data.shape(), 0, axis),
-                data.shape()[axis], product(data.shape(), axis + 1, data.rank()), indices.size(),
+                dim, product(data.shape(), axis + 1, data.rank()), indices.size(), flag, code,
                 call.stream);
   call.outputs[0] = std::move(out);
 }
@@ -345,10 +349,12 @@ void gather_nd(const op_call& call) {
   shape_t shape(is.begin(), is.end() - 1);
   shape.insert(shape.end(), ds.begin() + static_cast<std::ptrdiff_t>(b + k), ds.end());
   tensor out = call.allocate(data.type(), shape);
+  const auto [flag, code] =
+      call.device_check("expected indices within the axes of data " + to_string(ds));
   launch_gather_nd(size_of(data.type()), data.device_data(),
                    static_cast<const std::int64_t*>(indices.device_data()), out.device_data(),
                    product(ds, 0, b), product(is, b, is.size() - 1), static_cast<int>(k),
-                   ds.data() + b, product(ds, b + k, ds.size()), call.stream);
+                   ds.data() + b, product(ds, b + k, ds.size()), flag, code, call.stream);
   call.outputs[0] = std::move(out);
 }
 

@@ -113,9 +113,11 @@ dtype cast_target(const op_call& call) {
             "; expected 1, 10, 16, 7, 6 or 9");
 }
 
+// CastLike takes the dtype of its second input.
+template <bool Like>
 void cast(const op_call& call) {
   const tensor& x = call.in(0);
-  const dtype to = cast_target(call);
+  const dtype to = Like ? call.in(1).type() : cast_target(call);
   tensor y = call.allocate(to, x.shape());
   launch_cast(x.type(), to, x.device_data(), y.device_data(), x.size(), call.stream);
   call.outputs[0] = std::move(y);
@@ -165,7 +167,8 @@ constexpr op_entry k_ops[] = {
     {"Abs", unary<unary_op::abs, type_rule::numeric>, type_rule::numeric},
     {"Add", binary<binary_op::add, type_rule::numeric>, type_rule::numeric},
     {"And", binary<binary_op::logical_and, type_rule::booleans>, type_rule::booleans},
-    {"Cast", cast, type_rule::any},
+    {"Cast", cast<false>, type_rule::any},
+    {"CastLike", cast<true>, type_rule::any},
     {"Clip", clip, type_rule::numeric},
     {"Div", binary<binary_op::div, type_rule::numeric>, type_rule::numeric},
     {"Dropout", dropout, type_rule::any},
