@@ -76,7 +76,9 @@ def measure(o, workload, spec, policy, process, out_dir):
     figure, ci, contexts = figure_and_ci(doc)
     summary = doc["summary"]
     gpu = doc["environment"].get("gpu") or {}
+    per_context = (summary.get("contexts") or {}).get("per_context") or []
     record.update({"figure_ms": figure, "ci_ms": ci, "contexts": contexts,
+                   "context_medians_ms": [round(c["median_ms"], 6) for c in per_context],
                    "converged": summary["converged"], "stop_reason": summary["stop_reason"],
                    "seconds_total": summary.get("seconds_total"),
                    "gpu": " ".join(filter(None, [gpu.get("name"), gpu.get("uuid")])) or None,
