@@ -177,6 +177,9 @@ const std::vector<lottery>& lotteries() {
 TEST(MixtureMeanCi, CoversTheNextRunsFigureOnSimulatedLotteries) {
   for (const double rel_ci : {0.005, 0.003}) {
     for (const lottery& l : lotteries()) {
+      // At 0.003 the runs are long (up to 100 contexts): the two hardest lotteries only.
+      if (rel_ci < 0.004 && l.name != lotteries()[0].name && l.name != lotteries()[2].name)
+        continue;
       SCOPED_TRACE(std::string(l.name) + " at rel_ci " + std::to_string(rel_ci));
       const coverage c = next_run_coverage(l, rel_ci, [](const std::vector<double>& x) {
         const mixture_interval m = mixture_mean_ci(x, 0.95, 0.03);
