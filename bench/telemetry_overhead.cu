@@ -1,6 +1,8 @@
 // What the telemetry sampler costs: CPU time of its thread at several
 // periods, and its effect on a GPU loop's latency, A/B in one run.
-//   telemetry_overhead [SECONDS_PER_PERIOD] [ROUNDS] [DEVICE]
+//   telemetry_overhead [SECONDS_PER_PERIOD] [ROUNDS] [DEVICE] [protocol]
+// With `protocol`, only the setting the protocol runs (measure/environment.cpp): every 20 ms,
+// the costly readings every 200 ms.
 // Prints markdown tables (docs/perf/telemetry.md records them).
 #include <cuda_runtime.h>
 #include <sys/resource.h>
@@ -11,6 +13,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "coolbench/core/clock.hpp"
@@ -123,12 +126,19 @@ int main(int argc, char** argv) {
         "counters) | %.1f us |\n\n",
         fast_us, all_us);
   }
-  std::printf("Sampler thread, costly readings every 1 s (the default):\n\n");
-  std::printf("| period | samples | failed | late ticks | CPU time | CPU of one core |\n");
-  std::printf("|---|---|---|---|---|---|\n");
-  for (const int period_ms : {10, 50, 200}) {
+  const bool protocol_only = argc > 4 && std::string(argv[4]) == "protocol";
+  // {period, costly readings every}: the sampler's default (1 s) and the protocol's setting.
+  const std::vector<std::pair<int, int>> all{{10, 1000}, {50, 1000}, {200, 1000}, {20, 200}};
+  const std::vector<std::pair<int, int>> settings =
+      protocol_only ? std::vector<std::pair<int, int>>{{20, 200}} : all;
+  std::printf("Sampler thread:\n\n");
+  std::printf(
+      "| period | costly every | samples | failed | late ticks | CPU time | CPU of one core |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+  for (const auto& [period_ms, slow_ms] : settings) {
     sampler s(coolbench::telemetry::make_gpu_source(device),
-              {.period = std::chrono::milliseconds(period_ms)});
+              {.period = std::chrono::milliseconds(period_ms),
+               .slow_period = std::chrono::milliseconds(slow_ms)});
     const double cpu0 = process_cpu_s();
     const auto wall0 = std::chrono::steady_clock::now();
     s.start();
@@ -138,7 +148,7 @@ int main(int argc, char** argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     const double cpu = process_cpu_s() - cpu0;
     const auto stats = s.stats();
-    std::printf("| %d ms | %llu | %llu | %llu | %.1f ms | %.3f%% |\n", period_ms,
+    std::printf("| %d ms | %d ms | %llu | %llu | %llu | %.1f ms | %.3f%% |\n", period_ms, slow_ms,
                 static_cast<unsigned long long>(stats.samples),
                 static_cast<unsigned long long>(stats.failed_reads),
                 static_cast<unsigned long long>(stats.late_ticks), cpu * 1e3, 100.0 * cpu / wall);
@@ -152,17 +162,21 @@ int main(int argc, char** argv) {
       "\nGPU loop: %d rounds of %.1f s off / %.1f s on, alternating; kernel on random data\n\n",
       rounds, seconds / 2, seconds / 2);
   std::printf(
-      "| sampler period | median off | median on | on/off - 1 | round-by-round median of (on/off - "
-      "1) |\n");
-  std::printf("|---|---|---|---|---|\n");
-  for (const int period_ms : {10, 50}) {
+      "| sampler period | costly every | median off | median on | on/off - 1 | round-by-round "
+      "median of (on/off - 1) |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  const std::vector<std::pair<int, int>> loop_settings =
+      protocol_only ? std::vector<std::pair<int, int>>{{20, 200}}
+                    : std::vector<std::pair<int, int>>{{10, 1000}, {50, 1000}, {20, 200}};
+  for (const auto& [period_ms, slow_ms] : loop_settings) {
     std::vector<double> off_all;
     std::vector<double> on_all;
     std::vector<double> round_ratio;
     for (int r = 0; r < rounds; ++r) {
       const auto off = loop.for_seconds(seconds / 2);
       sampler s(coolbench::telemetry::make_gpu_source(device),
-                {.period = std::chrono::milliseconds(period_ms)});
+                {.period = std::chrono::milliseconds(period_ms),
+                 .slow_period = std::chrono::milliseconds(slow_ms)});
       s.start();
       const auto on = loop.for_seconds(seconds / 2);
       s.stop();
@@ -172,8 +186,8 @@ int main(int argc, char** argv) {
     }
     const double off_ms = median(off_all);
     const double on_ms = median(on_all);
-    std::printf("| %d ms | %.4f ms | %.4f ms | %+.3f%% | %+.3f%% |\n", period_ms, off_ms, on_ms,
-                100.0 * (on_ms / off_ms - 1.0), 100.0 * median(round_ratio));
+    std::printf("| %d ms | %d ms | %.4f ms | %.4f ms | %+.3f%% | %+.3f%% |\n", period_ms, slow_ms,
+                off_ms, on_ms, 100.0 * (on_ms / off_ms - 1.0), 100.0 * median(round_ratio));
   }
   return 0;
 }

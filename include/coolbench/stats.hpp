@@ -9,5 +9,6 @@
 #include "coolbench/stats/mann_whitney.hpp"
 #include "coolbench/stats/mean_ci.hpp"
 #include "coolbench/stats/median_ci.hpp"
+#include "coolbench/stats/mixture_ci.hpp"
 #include "coolbench/stats/ratio_ci.hpp"
 #include "coolbench/stats/summary.hpp"

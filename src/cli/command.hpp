@@ -25,6 +25,7 @@ command add_heat_command(CLI::App& parent);
 command add_run_command(CLI::App& parent);
 command add_report_command(CLI::App& parent);
 command add_compare_command(CLI::App& parent);
+command add_exec_command(CLI::App& parent);
 
 /// Adds `--device N` (a CUDA ordinal, default 0) to a subcommand.
 void add_device_option(CLI::App& app, int& device);

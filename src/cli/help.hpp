@@ -17,5 +17,6 @@ std::string_view heat();
 std::string_view run();
 std::string_view report();
 std::string_view compare();
+std::string_view exec();
 
 }  // namespace coolbench::cli::help

@@ -48,6 +48,7 @@ int run(int argc, char** argv) {
       add_run_command(app)};
   commands.push_back(add_report_command(app));
   commands.push_back(add_compare_command(app));
+  commands.push_back(add_exec_command(app));
 #ifdef COOLBENCH_HAVE_ENGINE
   commands.push_back(add_model_command(app));
 #endif

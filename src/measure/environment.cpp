@@ -82,12 +82,15 @@ class gpu_environment final : public host_environment {
 
   std::chrono::nanoseconds telemetry_period() const override { return m_sampler.options().period; }
 
-  bool resets_context() const override { return m_release == context_release::reset; }
+  bool resets_context() const override { return m_release != context_release::keep; }
 
   std::string release_device() override {
     if (m_release == context_release::keep) {
       return "release: none, the context is kept (release keep: the measured code's framework "
              "holds it)";
+    }
+    if (m_release == context_release::process) {
+      return "release: the command's process ended, and its context with it";
     }
     const device::release_report r = device::device::get(m_ordinal).release();
     std::ostringstream line;
@@ -127,7 +130,12 @@ std::unique_ptr<environment> make_cpu_environment(std::function<bool()> interrup
 }
 
 std::string to_string(context_release release) {
-  return release == context_release::reset ? "reset" : "keep";
+  switch (release) {
+    case context_release::reset: return "reset";
+    case context_release::keep: return "keep";
+    case context_release::process: return "process";
+  }
+  return "reset";
 }
 
 context_release parse_context_release(const std::string& text) {

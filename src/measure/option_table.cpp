@@ -136,6 +136,10 @@ std::vector<option_spec> make_table() {
   t.push_back(std::move(contexts));
   t.push_back(entry("context_min_samples", k::integer, "", "Kept samples a context needs to count",
                     1, most, &protocol_options::context_min_samples));
+  t.push_back(entry("level_spacing", k::number, "",
+                    "Across contexts, guard against a level this fraction of the figure away "
+                    "not seen yet (0: trust the contexts seen; docs/stats.md)",
+                    0, 1, &protocol_options::level_spacing));
   return t;
 }
 

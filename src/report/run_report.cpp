@@ -113,7 +113,8 @@ nlohmann::json options_json(const measure::protocol_options& o) {
           {"repeats_to_cooldown", o.repeats_to_cooldown},
           {"discard_clock_fraction", o.discard_clock_fraction},
           {"contexts", o.contexts},
-          {"context_min_samples", o.context_min_samples}};
+          {"context_min_samples", o.context_min_samples},
+          {"level_spacing", o.level_spacing}};
 }
 
 nlohmann::json buckets_json(const std::vector<measure::profile_bucket>& buckets) {

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "coolbench/stats.hpp"
 #include "measure/sim_gpu.hpp"
 
 namespace coolbench::measure {
@@ -517,6 +519,32 @@ TEST(Protocol, SpreadOverContextsTheFigureIsTheMeanOfTheContextMedians) {
   EXPECT_LT(relative_difference(slow.contexts->mean_ms, fast.contexts->mean_ms), 0.005);
 }
 
+// A lucky streak (docs/stats.md, "Mean over a few levels"): the first ten contexts on one level,
+// the eleventh 3 % up, in turn. A Student-t interval over the first five would have said ±0.02 %
+// and stopped at the fast level; the run goes on until a level it has not seen could no longer
+// move the figure by rel_ci, meets the slow one, and counts it.
+TEST(Protocol, FiveContextsOnOneLevelDoNotEndTheRun) {
+  protocol_options o = quick_options();
+  o.rel_ci = 0.005;
+  o.contexts = 5;
+  sim::gpu_model m;
+  m.jitter_ms = 0.0004;
+  m.context_levels.assign(11, 1.0);
+  m.context_levels.back() = 1.03;
+  sim::gpu g(m);
+  const run_result r = run_sim(g, o);
+  ASSERT_TRUE(r.complete) << r.error;
+  EXPECT_TRUE(r.converged) << to_string(r.stop_reason);
+  ASSERT_TRUE(r.contexts && r.contexts->ci);
+  const auto& c = *r.contexts;
+  EXPECT_GE(c.per_context.size(), 20U);
+  EXPECT_NEAR(c.spread, 0.03, 0.003);  // the slow level was seen
+  // The long-run mean of the levels, 1 + 0.03/11, lies within the interval.
+  const double truth = (1 + 0.03 / 11) * m.base_ms;
+  EXPECT_LE(c.ci->first, truth);
+  EXPECT_GE(c.ci->second, truth);
+}
+
 TEST(Protocol, BurstsCutByTheCapAreContextsAlreadyAndThePooledMedianIsTheFigure) {
   protocol_options o = quick_options();
   o.contexts = 5;
@@ -525,6 +553,24 @@ TEST(Protocol, BurstsCutByTheCapAreContextsAlreadyAndThePooledMedianIsTheFigure)
   const run_result r = run_sim(g, o);
   ASSERT_TRUE(r.complete) << r.error;
   EXPECT_TRUE(r.converged) << to_string(r.stop_reason);
+  // Each burst is a context: the pooled median's CI is at least the CI across the bursts'
+  // medians, which with every burst on one level takes ~20 of them to reach ±0.5 % (the
+  // unseen-level floor, docs/stats.md).
+  std::map<int, std::vector<double>> by_burst;
+  for (const auto& s : r.samples) {
+    if (s.kept && s.phase == sample_phase::measure)
+      by_burst[s.context].push_back(s.time.latency_ms);
+  }
+  std::vector<double> medians;
+  for (const auto& [context, kept] : by_burst) {
+    if (kept.size() >= 5) medians.push_back(stats::median(kept));
+  }
+  const stats::mixture_interval across = stats::mixture_mean_ci(medians, 0.95, o.level_spacing);
+  ASSERT_TRUE(r.median_ci);
+  EXPECT_LE(r.median_ci->first, r.summary.median_ms - across.half_width() + 1e-12);
+  EXPECT_GE(r.median_ci->second, r.summary.median_ms + across.half_width() - 1e-12);
+  EXPECT_LE(across.relative_half_width(), o.rel_ci);
+  EXPECT_GE(r.bursts, 20);
   EXPECT_GT(r.bursts, 2);
   // No per-context figure from bursts of a few samples each; the figure is
   // the uncapped latency, as without --contexts.
@@ -647,6 +693,15 @@ TEST(Protocol, AKeptContextIsNeitherReleasedNorSpread) {
   const run_result r = measure(w, env, o);
   ASSERT_TRUE(r.complete) << r.error;
   EXPECT_TRUE(r.converged) << to_string(r.stop_reason);
+  {
+    std::map<int, int> k;
+    for (auto& s : r.samples)
+      if (s.kept && s.phase == sample_phase::measure) ++k[s.context];
+    std::printf("DBG bursts %d seconds %.1f gating %.1f contexts %zu:", r.bursts, r.seconds_total,
+                r.seconds_gating, k.size());
+    for (auto& [c, n] : k) std::printf(" %d", n);
+    std::printf("\n");
+  }
   EXPECT_GT(r.bursts, 2);
   EXPECT_GT(r.discarded, 0);
   EXPECT_NEAR(r.summary.median_ms, 5.0, 0.01);

@@ -116,10 +116,14 @@ struct protocol_options {
   // measurement is spread over at least that many contexts (a device release
   // and a full warm-up between them; a context ends once its own median's CI
   // meets rel_ci, after `context_min_samples`), the figure is the mean of the
-  // per-context medians and the stopping rule asks its Student-t CI to meet
-  // rel_ci (more contexts are added until it does, or a limit stops the run).
+  // per-context medians and the stopping rule asks its CI to meet rel_ci
+  // (more contexts are added until it does, or a limit stops the run). The
+  // CI is stats::mixture_mean_ci: the medians may fall on a few levels, and
+  // a level up to `level_spacing` (a fraction of the figure) away may not
+  // have shown yet (docs/stats.md, "Mean over a few levels").
   int contexts = 1;
   int context_min_samples = 30;
+  double level_spacing = 0.03;
 
   std::uint64_t seed = 1;  ///< for the bootstrap
 };

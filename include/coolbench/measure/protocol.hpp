@@ -61,10 +61,14 @@ class environment {
 /// CuPy): the GPU then cools with the context held (on the H200 an idle
 /// context costs +43 W and keeps the SM clock at its maximum), and state
 /// that no sensor shows is not cleared between bursts (docs/measure.md).
-enum class context_release : std::uint8_t { reset, keep };
+/// `process`: nothing in this process; the measured code runs in a process
+/// of its own, which the workload's release() ends, so each context is a
+/// fresh process (`coolbench exec`, make_command_workload).
+enum class context_release : std::uint8_t { reset, keep, process };
 
 [[nodiscard]] std::string to_string(context_release release);
-/// "reset" or "keep"; throws invalid_argument naming both.
+/// "reset" or "keep" (`process` is the command workload's, not a user's choice); throws
+/// invalid_argument naming both.
 [[nodiscard]] context_release parse_context_release(const std::string& text);
 
 /// The real environment: a telemetry sampler on GPU `ordinal` (started here,

@@ -10,6 +10,7 @@
 ///   w->release();                   // then device::release() can reset the context
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -131,6 +132,17 @@ void validate(const gemm_chain_spec& spec);
 [[nodiscard]] std::unique_ptr<workload> make_model_workload(
     const std::filesystem::path& model, std::string_view backend = "cpu",
     const std::map<std::string, std::int64_t>& dimensions = {});
+
+/// A command that measures itself and prints each latency on its standard output as a line
+/// `latency_ms VALUE` (milliseconds; other lines are ignored), until it is stopped
+/// (docs/cli/exec.md). prepare() starts it (argv[0] looked up in PATH, COOLBENCH_DEVICE set to
+/// `device`), run() returns its next latency, release() ends it (SIGTERM, SIGKILL 2 s later):
+/// under the protocol each context is a fresh process. Throws coolbench::error when the
+/// command ends or prints no line for `line_timeout`, invalid_argument for a latency line that
+/// holds no positive number.
+[[nodiscard]] std::unique_ptr<workload> make_command_workload(
+    std::vector<std::string> argv, int device,
+    std::chrono::seconds line_timeout = std::chrono::seconds(60));
 
 /// A session the caller made (engine/session.hpp), run with `inputs` (set
 /// again after each release()): what coolbench.measure(session, feeds)

@@ -18,6 +18,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/help.hpp"
 #include "cli/interrupt.hpp"
+#include "cli/protocol_flags.hpp"
 #include "coolbench/device/device.hpp"
 #include "coolbench/report.hpp"
 #ifdef COOLBENCH_HAVE_ENGINE
@@ -38,42 +39,12 @@ struct run_options {
   std::string device;
   std::vector<std::string> dims;
   /// The protocol's options given, as written: table name (measure/options.hpp) → text.
-  std::vector<std::pair<std::string, std::string>> protocol;
+  std::shared_ptr<protocol_flags> protocol = std::make_shared<protocol_flags>();
   int telemetry_ms = 20;
   std::string json_path;
   std::string csv_path;
   bool quiet = false;
 };
-
-/// `text` as the kind of value `spec` takes; throws invalid_argument naming the flag.
-measure::option_value parse_value(const measure::option_spec& spec, const std::string& text) {
-  const std::string flag = measure::option_flag(spec.name);
-  if (spec.kind == measure::option_kind::name) return text;
-  char* end = nullptr;
-  errno = 0;
-  if (spec.kind == measure::option_kind::integer) {
-    const long long value = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || errno != 0) {
-      throw invalid_argument(flag + " takes a whole number; got '" + text + "'");
-    }
-    return static_cast<std::int64_t>(value);
-  }
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno != 0) {
-    throw invalid_argument(flag + " takes a number; got '" + text + "'");
-  }
-  return value;
-}
-
-/// The protocol's options: what the command line gave, the rest the table's defaults (and the
-/// default contexts rule), checked; a message names the flag.
-measure::protocol_options protocol_from(const run_options& o) {
-  std::vector<std::pair<std::string, measure::option_value>> given;
-  for (const auto& [name, text] : o.protocol) {
-    given.emplace_back(name, parse_value(measure::find_option(name), text));
-  }
-  return measure::options_from(given, true, measure::option_flag);
-}
 
 std::map<std::string, std::int64_t> parse_dims(const std::vector<std::string>& dims) {
   std::map<std::string, std::int64_t> out;
@@ -142,7 +113,7 @@ int run_run(const run_options& o) {
   measure::protocol_options protocol;
   std::map<std::string, std::int64_t> dims;
   try {
-    protocol = protocol_from(o);
+    protocol = protocol_from(*o.protocol);
     dims = parse_dims(o.dims);
     if (!o.model.empty() && !o.workload.empty()) {
       throw invalid_argument("give a model or --workload, not both");
@@ -241,16 +212,7 @@ command add_run_command(CLI::App& parent) {
       });
   app->add_option("--dim", o->dims, "Bind a symbolic input dimension: NAME=VALUE (repeatable)");
   // The protocol's options, from their table (measure/options.hpp).
-  for (const auto& spec : measure::option_table()) {
-    std::string help(spec.help);
-    if (!spec.unit.empty()) help += " (" + std::string(spec.unit) + ")";
-    app->add_option_function<std::string>(
-        measure::option_flag(spec.name),
-        [o, name = std::string(spec.name)](const std::string& text) {
-          o->protocol.emplace_back(name, text);
-        },
-        help);
-  }
+  add_protocol_flags(*app, o->protocol);
   app->add_option("--telemetry-period", o->telemetry_ms, "ms")->check(CLI::Range(1, 1000));
   app->add_option("--json", o->json_path, "Write the whole run as JSON (docs/run-json.md)");
   app->add_option("--csv", o->csv_path, "Write every sample as CSV");

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "coolbench/measure/protocol.hpp"
+#include "coolbench/stats/mixture_ci.hpp"
 #include "coolbench/telemetry/clock_reasons.hpp"
 
 namespace coolbench::measure::detail {
@@ -174,6 +175,19 @@ void drop_a_first_burst_after_the_full_warmup(run_state& run, std::size_t first)
 // stopping.cpp
 /// Whether the run is spread over contexts (protocol_options::contexts).
 [[nodiscard]] bool spread_over_contexts(const run_state& run);
+/// Whether it was, until its bursts began to end by a state change: each burst is a context
+/// still, too short for context_min_samples; the figure is the pooled median.
+[[nodiscard]] bool bursts_are_contexts(const run_state& run);
+/// A burst's context counts towards the CI across bursts from this many kept samples (or
+/// context_min_samples, if lower): a power-bound chain's bursts end at the cap, a few dozen
+/// samples on the H200 and fewer for a longer chain.
+inline constexpr int k_burst_min_samples = 5;
+/// The CI of the mean of these contexts' medians (stats::mixture_mean_ci at ci_level and
+/// level_spacing); empty with fewer than two.
+[[nodiscard]] std::optional<stats::mixture_interval> contexts_interval(
+    const run_state& run, const std::vector<context_figure>& figures);
+/// The contexts with at least k_burst_min_samples kept samples, in order.
+[[nodiscard]] std::vector<context_figure> burst_figures(const run_state& run);
 /// Why the run should stop now, if it should: a limit, or the CI met. Spread over contexts,
 /// the CI is looked at only at the end of a context (`at_context_end`).
 [[nodiscard]] std::optional<stop_reason> should_stop(run_state& run, bool at_context_end = false);

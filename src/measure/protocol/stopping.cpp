@@ -1,5 +1,8 @@
 // When a run stops: a limit (samples, time), or the confidence interval of its figure within
-// rel_ci — the median's, or, spread over contexts, that of the mean of the contexts' medians.
+// rel_ci — the median's, or, spread over contexts, that of the mean of the contexts' medians
+// (stats::mixture_mean_ci: the contexts may fall on a few levels). A run whose bursts end by a
+// state change keeps the pooled median, but each burst is a context: its CI must also hold
+// across the bursts' medians.
 #include <algorithm>
 
 #include "coolbench/stats.hpp"
@@ -20,9 +23,15 @@ bool median_ci_within_rel_ci(const run_state& run, const std::vector<double>& ke
 }
 
 bool contexts_ci_met(const run_state& run, const std::vector<context_figure>& figures) {
-  if (figures.size() < 2) return false;
-  const stats::mean_interval ci = stats::mean_ci_student_t(medians_of(figures), run.o.ci_level);
-  return ci.mean > 0 && (ci.upper - ci.lower) / 2 <= run.o.rel_ci * ci.mean;
+  const auto ci = contexts_interval(run, figures);
+  return ci && ci->mean > 0 && ci->half_width() <= run.o.rel_ci * ci->mean;
+}
+
+/// Bursts ended by a state change: the pooled median's CI and the bursts' both within rel_ci.
+bool bursts_ci_met(const run_state& run, const std::vector<double>& kept) {
+  if (!median_ci_within_rel_ci(run, kept)) return false;
+  const auto ci = contexts_interval(run, burst_figures(run));
+  return ci && ci->half_width() <= run.o.rel_ci * stats::median(kept);
 }
 
 /// Whether the look at a CI is due at `n` kept samples; moves the stride on when it is.
@@ -34,11 +43,28 @@ bool due(int& next, int n) {
 
 }  // namespace
 
-bool spread_over_contexts(const run_state& run) {
+namespace {
+
+bool cold_over_contexts(const run_state& run) {
   const protocol_options& o = run.o;
   return o.contexts > 1 && o.policy == sampling_policy::coolbench && o.mode == run_mode::cold &&
-         run.r.conditions.gpu.has_value() && run.env.resets_context() &&
-         !run.contexts.bursts_end_by_state;
+         run.r.conditions.gpu.has_value() && run.env.resets_context();
+}
+
+}  // namespace
+
+bool spread_over_contexts(const run_state& run) {
+  return cold_over_contexts(run) && !run.contexts.bursts_end_by_state;
+}
+
+bool bursts_are_contexts(const run_state& run) {
+  return cold_over_contexts(run) && run.contexts.bursts_end_by_state;
+}
+
+std::optional<stats::mixture_interval> contexts_interval(
+    const run_state& run, const std::vector<context_figure>& figures) {
+  if (figures.size() < 2) return std::nullopt;
+  return stats::mixture_mean_ci(medians_of(figures), run.o.ci_level, run.o.level_spacing);
 }
 
 std::optional<stop_reason> should_stop(run_state& run, bool at_context_end) {
@@ -56,8 +82,10 @@ std::optional<stop_reason> should_stop(run_state& run, bool at_context_end) {
     return std::nullopt;
   }
   if (!due(run.next_check.all, n)) return std::nullopt;
-  if (median_ci_within_rel_ci(run, run.samples.kept_latencies())) return stop_reason::converged;
-  return std::nullopt;
+  const std::vector<double> kept = run.samples.kept_latencies();
+  const bool met =
+      bursts_are_contexts(run) ? bursts_ci_met(run, kept) : median_ci_within_rel_ci(run, kept);
+  return met ? std::optional(stop_reason::converged) : std::nullopt;
 }
 
 bool context_done(run_state& run) {
@@ -70,6 +98,16 @@ std::vector<context_figure> context_figures(const run_state& run) {
   std::vector<context_figure> out;
   for (const auto& [context, kept] : run.samples.kept_by_context()) {
     if (kept < run.o.context_min_samples) continue;
+    out.push_back({context, kept, stats::median(run.samples.kept_latencies_in(context))});
+  }
+  return out;
+}
+
+std::vector<context_figure> burst_figures(const run_state& run) {
+  std::vector<context_figure> out;
+  const int least = std::min(run.o.context_min_samples, k_burst_min_samples);
+  for (const auto& [context, kept] : run.samples.kept_by_context()) {
+    if (kept < least) continue;
     out.push_back({context, kept, stats::median(run.samples.kept_latencies_in(context))});
   }
   return out;

@@ -107,6 +107,17 @@ void summarize_kept(run_state& run, const std::vector<double>& kept) {
   }
 }
 
+/// Each burst was a context: the pooled median's CI widened to the CI across the bursts'
+/// medians, centred on the median (docs/measure.md, "Contexts").
+void widen_by_the_bursts(run_state& run) {
+  run_result& r = run.r;
+  const auto ci = contexts_interval(run, burst_figures(run));
+  if (!ci || !r.median_ci) return;
+  const double median = r.summary.median_ms;
+  r.median_ci = std::pair{std::min(r.median_ci->first, median - ci->half_width()),
+                          std::max(r.median_ci->second, median + ci->half_width())};
+}
+
 void summarize_contexts(run_state& run, const digest& d) {
   context_summary c;
   for (const auto& [context, kept] : d.kept_by_context) {
@@ -120,10 +131,7 @@ void summarize_contexts(run_state& run, const digest& d) {
   const latency_summary s = summarize_latencies(medians);
   c.mean_ms = s.mean_ms;
   c.cv = s.cv;
-  if (medians.size() >= 2) {
-    const stats::mean_interval ci = stats::mean_ci_student_t(medians, run.o.ci_level);
-    c.ci = std::pair{ci.lower, ci.upper};
-  }
+  if (const auto ci = contexts_interval(run, c.per_context)) c.ci = std::pair{ci->lower, ci->upper};
   if (static_cast<int>(c.per_context.size()) < run.o.contexts) {
     run.warn("only " + std::to_string(c.per_context.size()) + " of the " +
              std::to_string(run.o.contexts) + " contexts asked for got " +
@@ -159,6 +167,7 @@ void summarize(run_state& run) {
   summarize_kept(run, d.kept);
   if (!d.throttled_kept.empty()) run.r.throttled_summary = summarize_latencies(d.throttled_kept);
   if (spread_over_contexts(run)) summarize_contexts(run, d);
+  if (bursts_are_contexts(run)) widen_by_the_bursts(run);
   run.r.energy_per_run_j = energy_per_run(run);
   if (profile) {
     d.points.warmup_median_ms = warmup_median(run, d);

@@ -22,3 +22,29 @@ for _name in __all__:
         except (AttributeError, TypeError):
             pass
 del _name, _object
+
+
+# A callable in fresh processes (processes=N): coolbench.processes, through `coolbench exec`.
+from . import processes as _processes  # noqa: E402
+from .processes import ProcessesResult  # noqa: E402,F401
+
+_measure_in_this_process = _coolbench.measure
+
+
+def measure(workload, feeds=None, *, processes=None, **kwargs):
+    if processes is None:
+        return _measure_in_this_process(workload, feeds, **kwargs)
+    if feeds is not None or not isinstance(workload, str):
+        raise TypeError("processes= takes a callable by name, 'package.module:function' or "
+                        "'script.py:function', and no feeds (docs/python.md)")
+    return _processes.measure_in_processes(workload, processes, **kwargs)
+
+
+measure.__doc__ = (_measure_in_this_process.__doc__ or "") + """
+
+processes=N: measure a callable named 'package.module:function' or
+'script.py:function' in N fresh processes or more, under `coolbench exec`
+(each context a fresh process); returns a ProcessesResult whose figure is the
+mean of the processes' medians with the few-level CI across them
+(docs/python.md, "In fresh processes")."""
+__all__ += ["ProcessesResult"]
