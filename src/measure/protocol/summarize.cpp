@@ -160,6 +160,7 @@ void summarize(run_state& run) {
   if (!d.throttled_kept.empty()) run.r.throttled_summary = summarize_latencies(d.throttled_kept);
   if (spread_over_contexts(run)) summarize_contexts(run, d);
   run.r.energy_per_run_j = energy_per_run(run);
+  run.r.energy = energy_with_uncertainty(run);
   if (profile) {
     d.points.warmup_median_ms = warmup_median(run, d);
     run.r.profile = profile_tables(run, d.points);
