@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Matched A/B and energy on a GPU machine, in one short call (docs/perf/compare.md): builds
+# the command and the energy GPU test without the engine or the Python module, then runs the
+# energy test and alternates an A/A run (gemm:fp16:gpt2-small against itself) with a 2 %
+# A/B run (50 against 51 identical 128x2304x768 fp16 GEMMs: one more GEMM in 50) until
+# BUDGET_S seconds after the start. Every run's JSON and summary go under $OUT as they finish,
+# so a call cut short still returns what ran.
+#   bench/ab_device.sh [BUDGET_S]   (default 100)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/coolbench-ab}
+mkdir -p "$out"
+budget=${1:-100}
+start=$(date +%s)
+log="$out/ab-device.log"
+{
+  date -u
+  nvidia-smi --query-gpu=name,uuid,driver_version,temperature.gpu,clocks.sm,power.draw,power.limit --format=csv
+  git log -1 --format='commit %H' 2>/dev/null || cat COMMIT 2>/dev/null || true
+} | tee "$log"
+deps="$PWD/.device-deps"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_WERROR=OFF \
+  -DCOOLBENCH_ENGINE=OFF -DCOOLBENCH_PYTHON=OFF -DCOOLBENCH_DEPS_DIR="$deps" >"$out/build.log" 2>&1 ||
+  { tail -30 "$out/build.log"; exit 1; }
+cmake --build build -j 16 --target coolbench energy_counter_test >>"$out/build.log" 2>&1 ||
+  { grep -E "error|FAILED" -A5 "$out/build.log" | head -40; exit 1; }
+echo "built in $(($(date +%s) - start)) s" | tee -a "$log"
+./build/tests/gpu/energy_counter_test 2>&1 | tee -a "$log" | grep -E "energy|OK|FAIL|SKIP"
+left() { echo $((budget - ($(date +%s) - start))); }
+i=0
+while (($(left) > 12)); do
+  i=$((i + 1))
+  for pair in "aa gemm:fp16:gpt2-small gemm:fp16:gpt2-small" \
+              "ab gemm:fp16:128:2304:768:50 gemm:fp16:128:2304:768:51"; do
+    read -r name a b <<<"$pair"
+    (($(left) > 12)) || break
+    timeout "$(left)" ./build/bin/coolbench run --workload "$a" --against "$b" --quiet \
+      --max-time "$(($(left) - 2))" --json "$out/${name}_$i.json" >"$out/${name}_$i.txt" 2>&1
+    echo "$name $i exit $?: $(grep -E '^(B/A|verdict)' "$out/${name}_$i.txt" | tr '\n' ' ')" | tee -a "$log"
+  done
+done
+echo "done after $(($(date +%s) - start)) s" | tee -a "$log"
