@@ -10,20 +10,22 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/coolbench-ab}
 mkdir -p "$out"
+runs=/tmp/coolbench-ab-runs
+mkdir -p "$runs"
 budget=${1:-100}
 start=$(date +%s)
 log="$out/ab-device.log"
 {
   date -u
   nvidia-smi --query-gpu=name,uuid,driver_version,temperature.gpu,clocks.sm,power.draw,power.limit --format=csv
-  git log -1 --format='commit %H' 2>/dev/null || cat COMMIT 2>/dev/null || true
+  if [[ -f COMMIT ]]; then echo "commit $(cat COMMIT)"; else git log -1 --format='commit %H'; fi
 } | tee "$log"
 deps="$PWD/.device-deps"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_WERROR=OFF \
-  -DCOOLBENCH_ENGINE=OFF -DCOOLBENCH_PYTHON=OFF -DCOOLBENCH_DEPS_DIR="$deps" >"$out/build.log" 2>&1 ||
-  { tail -30 "$out/build.log"; exit 1; }
-cmake --build build -j 16 --target coolbench energy_counter_test >>"$out/build.log" 2>&1 ||
-  { grep -E "error|FAILED" -A5 "$out/build.log" | head -40; exit 1; }
+  -DCOOLBENCH_ENGINE=OFF -DCOOLBENCH_PYTHON=OFF -DCOOLBENCH_DEPS_DIR="$deps" >"$runs/build.log" 2>&1 ||
+  { tail -30 "$runs/build.log" | tee -a "$log"; exit 1; }
+cmake --build build -j 16 --target coolbench energy_counter_test >>"$runs/build.log" 2>&1 ||
+  { grep -E "error|FAILED" -A5 "$runs/build.log" | head -40 | tee -a "$log"; exit 1; }
 echo "built in $(($(date +%s) - start)) s" | tee -a "$log"
 ./build/tests/gpu/energy_counter_test 2>&1 | tee -a "$log" | grep -E "energy|OK|FAIL|SKIP"
 left() { echo $((budget - ($(date +%s) - start))); }
@@ -35,8 +37,11 @@ while (($(left) > 12)); do
     read -r name a b <<<"$pair"
     (($(left) > 12)) || break
     timeout "$(left)" ./build/bin/coolbench run --workload "$a" --against "$b" --quiet \
-      --max-time "$(($(left) - 2))" --json "$out/${name}_$i.json" >"$out/${name}_$i.txt" 2>&1
-    echo "$name $i exit $?: $(grep -E '^(B/A|verdict)' "$out/${name}_$i.txt" | tr '\n' ' ')" | tee -a "$log"
+      --rel-ci 0.003 --max-time "$(($(left) - 2))" --json "$runs/${name}_$i.json" >"$runs/${name}_$i.txt" 2>&1
+    code=$?
+    { echo "=== $name $i: $a against $b, exit $code"; cat "$runs/${name}_$i.txt"; } >>"$log"
+    echo "$name $i exit $code: $(grep -E '^(B/A|verdict)' "$runs/${name}_$i.txt" | tr '\n' ' ')"
+    tar -czf "$out/runs.tar.gz" -C "$runs" --exclude build.log . 2>/dev/null
   done
 done
 echo "done after $(($(date +%s) - start)) s" | tee -a "$log"

@@ -77,7 +77,8 @@ std::string figure_line(const char* name, const measure::run_result& r) {
 ratio_verdict ab_verdict(const measure::ab_result& r, double same_within) {
   return judge_ratio(
       r.time, r.cycles, same_within, std::nullopt, std::nullopt,
-      fmt::format("fewer than two pairs counted ({} of {})", r.pairs_counted, r.pairs.size()));
+      fmt::format("fewer than two couples of an AB and a BA pair counted ({} of {} pairs)",
+                  r.pairs_counted, r.pairs.size()));
 }
 
 nlohmann::json ab_to_json(const measure::ab_result& r, double same_within) {
@@ -96,6 +97,8 @@ nlohmann::json ab_to_json(const measure::ab_result& r, double same_within) {
           {"reason", v.reason},
           {"ci_level", r.a.options.ci_level},
           {"pairs_counted", r.pairs_counted},
+          {"couples", r.couples},
+          {"second_burst", ratio_json(r.second_burst)},
           {"time", ratio_json(r.time)},
           {"cycles", ratio_json(r.cycles)},
           {"energy", ratio_json(r.energy)},
@@ -117,11 +120,16 @@ std::string format_ab_summary(const measure::ab_result& r, double same_within) {
       r.pairs.size(), r.pairs_counted, r.isolation, r.a.options.target_temp_c);
   out += figure_line("A", r.a) + figure_line("B", r.b);
   if (r.time) {
-    out += fmt::format("B/A {} over {} pairs (CI {:.0f}%)\n", interval_text(*r.time),
-                       r.pairs_counted, 100 * r.a.options.ci_level);
+    out += fmt::format("B/A {} over {} couples of an AB and a BA pair (CI {:.0f}%)\n",
+                       interval_text(*r.time), r.couples, 100 * r.a.options.ci_level);
   }
   if (r.cycles) out += fmt::format("B/A in clock cycles {}\n", interval_text(*r.cycles));
   if (r.energy) out += fmt::format("energy per run B/A {}\n", interval_text(*r.energy));
+  if (r.second_burst) {
+    out += fmt::format(
+        "order: a pair's second burst against its first {} (cancels within each couple)\n",
+        interval_text(*r.second_burst));
+  }
   std::string ratios;
   for (const auto& p : r.pairs) {
     ratios += p.ratio ? fmt::format(" {}{:.4f}", p.a_first ? "" : "~", *p.ratio) : " -";
@@ -198,21 +206,21 @@ run_comparison compare_ab(const ab_document& ab, double same_within) {
   c.candidate_workload = ab.b.doc.value("workload", std::string());
   c.baseline_ms = ab.a.figure_ms();
   c.candidate_ms = ab.b.figure_ms();
-  c.matched_pairs = ab.doc.value("pairs_counted", 0);
-  c.baseline_contexts = c.candidate_contexts = c.matched_pairs;
+  c.matched_couples = ab.doc.value("couples", 0);
+  c.baseline_contexts = c.candidate_contexts = c.matched_couples;
   c.level = ab.doc.value("ci_level", 0.95);
   c.time = ratio_from(ab.doc.value("time", nlohmann::json()));
   c.cycles = ratio_from(ab.doc.value("cycles", nlohmann::json()));
   c.energy = ratio_from(ab.doc.value("energy", nlohmann::json()));
   c.uncertainty =
-      fmt::format("over {} matched pairs (ABBA, each pair in one context)", c.matched_pairs);
+      fmt::format("over {} matched pairs (ABBA, each pair in one context)", c.matched_couples);
   if (!ab.doc.value("complete", true)) {
     c.issues.push_back(
         {fmt::format("{} is incomplete ({})", ab.source, ab.doc.value("error", std::string()))});
   }
-  const ratio_verdict v =
-      judge_ratio(c.time, c.cycles, same_within, std::nullopt, std::nullopt,
-                  fmt::format("fewer than two pairs counted ({})", c.matched_pairs));
+  const ratio_verdict v = judge_ratio(
+      c.time, c.cycles, same_within, std::nullopt, std::nullopt,
+      fmt::format("fewer than two couples of an AB and a BA pair ({})", c.matched_couples));
   c.verdict = v.verdict;
   c.reason = v.reason;
   return c;

@@ -99,7 +99,7 @@ nlohmann::json compare_json(const std::vector<run_comparison>& comparisons, doub
                     {"uncertainty", c.uncertainty},
                     {"one_context_draw", c.one_context_draw},
                     {"energy", ratio_json(c.energy)},
-                    {"matched_pairs", c.matched_pairs},
+                    {"matched_couples", c.matched_couples},
                     {"issues", issues}});
   }
   return {{"schema", "coolbench.compare/1"},

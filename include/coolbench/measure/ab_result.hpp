@@ -40,13 +40,18 @@ struct ab_result {
   run_result a;
   run_result b;
   std::vector<ab_pair> pairs;
-  /// The geometric mean of the counted pairs' B/A with its Student-t CI on the log scale over
-  /// the pairs; empty with fewer than two counted pairs.
+  /// B/A: the geometric mean over the couples (an AB pair and the BA pair after it, each
+  /// couple the geometric mean of its two ratios, so that what the order does cancels) with
+  /// its Student-t CI on the log scale over the couples; empty below two couples.
   std::optional<stats::ratio_interval> time;
   std::optional<stats::ratio_interval> cycles;  ///< the same in clock cycles
   /// J per run, B / A, from the two runs' energy CIs (MOVER); empty without both.
   std::optional<stats::ratio_interval> energy;
   int pairs_counted = 0;
+  int couples = 0;  ///< AB and BA pairs both counted: what the CIs are over
+  /// How much slower the second burst of a pair ran than the first, whichever workload it was
+  /// (the root of an AB pair's ratio over its BA pair's), with its CI over the couples.
+  std::optional<stats::ratio_interval> second_burst;
   std::string isolation;   ///< what separated the pairs: "release", or "none" (context kept)
   bool converged = false;  ///< the ratio's CI met rel_ci
   measure::stop_reason stop_reason = measure::stop_reason::stopped;

@@ -54,8 +54,9 @@ struct run_comparison {
   std::vector<comparability_issue> issues;
   /// Energy per run, B / A, with its CI; empty unless both runs have an energy CI.
   std::optional<stats::ratio_interval> energy;
-  /// A matched A/B run (coolbench run --against): the pairs the ratio's CI is over.
-  int matched_pairs = 0;
+  /// A matched A/B run (coolbench run --against): the couples (an AB and a BA pair) its CI is
+  /// over.
+  int matched_couples = 0;
 };
 
 /// A verdict on a ratio B / A and why.
