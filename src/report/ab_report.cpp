@@ -212,8 +212,9 @@ run_comparison compare_ab(const ab_document& ab, double same_within) {
   c.time = ratio_from(ab.doc.value("time", nlohmann::json()));
   c.cycles = ratio_from(ab.doc.value("cycles", nlohmann::json()));
   c.energy = ratio_from(ab.doc.value("energy", nlohmann::json()));
-  c.uncertainty =
-      fmt::format("over {} matched pairs (ABBA, each pair in one context)", c.matched_couples);
+  c.uncertainty = fmt::format(
+      "over {} couples of matched pairs (ABBA: an AB and a BA pair, each pair in one context)",
+      c.matched_couples);
   if (!ab.doc.value("complete", true)) {
     c.issues.push_back(
         {fmt::format("{} is incomplete ({})", ab.source, ab.doc.value("error", std::string()))});
