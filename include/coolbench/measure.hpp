@@ -3,6 +3,7 @@
 /// protocol that times them.
 #pragma once
 
+#include "coolbench/measure/ab.hpp"        // IWYU pragma: export
 #include "coolbench/measure/heater.hpp"    // IWYU pragma: export
 #include "coolbench/measure/options.hpp"   // IWYU pragma: export
 #include "coolbench/measure/protocol.hpp"  // IWYU pragma: export

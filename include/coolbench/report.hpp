@@ -3,6 +3,7 @@
 /// JSON (docs/run-json.md), for the command and the Python module alike.
 #pragma once
 
+#include "coolbench/report/ab_report.hpp"             // IWYU pragma: export
 #include "coolbench/report/compare_report.hpp"        // IWYU pragma: export
 #include "coolbench/report/format.hpp"                // IWYU pragma: export
 #include "coolbench/report/html_report.hpp"           // IWYU pragma: export

@@ -30,6 +30,7 @@
 #include "coolbench/measure/protocol.hpp"
 #include "coolbench/measure/workload.hpp"
 #include "coolbench/report.hpp"
+#include "python/compare.hpp"
 #include "python/keywords.hpp"
 #ifdef COOLBENCH_PYTHON_HAVE_ENGINE
 #include "python/session.hpp"
@@ -526,6 +527,7 @@ PYBIND11_MODULE(_coolbench, m) {
   bind_errors(m);
   bind_result(m);
   bind_measure(m);
+  bind_compare(m);  // coolbench.compare (compare.cpp): matched A/B
   bind_release(m);
 #ifdef COOLBENCH_PYTHON_HAVE_ENGINE
   add_session(m);  // coolbench.Session (session.cpp), where the engine is built

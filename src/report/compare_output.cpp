@@ -59,6 +59,10 @@ std::string compare_text(const std::vector<run_comparison>& comparisons, double 
                        interval(c.time), interval(c.cycles), ms(c.candidate_ms), c.candidate,
                        c.one_context_draw ? " (*)" : "");
     out += fmt::format("         {}; uncertainty: {}\n", c.reason, c.uncertainty);
+    if (c.energy) {
+      out += fmt::format("         energy per run B/A {:.4f} ({}), CI {}\n", c.energy->ratio,
+                         percent(c.energy), interval(c.energy));
+    }
     for (const auto& issue : c.issues) {
       out +=
           fmt::format("         {}: {}\n", issue.refuse ? "NOT COMPARABLE" : "WARNING", issue.what);
@@ -94,6 +98,8 @@ nlohmann::json compare_json(const std::vector<run_comparison>& comparisons, doub
                     {"reason", c.reason},
                     {"uncertainty", c.uncertainty},
                     {"one_context_draw", c.one_context_draw},
+                    {"energy", ratio_json(c.energy)},
+                    {"matched_couples", c.matched_couples},
                     {"issues", issues}});
   }
   return {{"schema", "coolbench.compare/1"},

@@ -56,50 +56,35 @@ std::optional<double> median_clock(const run_samples& s) {
   return stats::median(clocks);
 }
 
+/// J per run B / A from the two runs' energy CIs (MOVER), where both have one.
+std::optional<stats::ratio_interval> energy_ratio(const run_document& a, const run_document& b) {
+  const auto estimate_of = [](const run_document& r) -> std::optional<stats::estimate> {
+    const auto& e = r.doc["summary"].value("energy", nlohmann::json());
+    const auto ci = e.is_object() ? e.value("ci_j", nlohmann::json()) : nlohmann::json();
+    if (!ci.is_array() || ci.size() != 2) return std::nullopt;
+    const double j = e.value("j_per_run", 0.0);
+    const double lo = ci[0].get<double>();
+    const double hi = ci[1].get<double>();
+    if (!(lo > 0)) return std::nullopt;
+    return stats::estimate{j, std::min(lo, j), std::max(hi, j)};
+  };
+  const auto ea = estimate_of(a);
+  const auto eb = estimate_of(b);
+  if (!ea || !eb) return std::nullopt;
+  return stats::ratio_ci_mover(*ea, *eb);
+}
+
 bool within(const stats::ratio_interval& r, double same_within) {
   return r.lower >= 1 - same_within && r.upper <= 1 + same_within;
 }
 
 void set_verdict(run_comparison& c, double same_within) {
-  if (!c.time) {
-    c.verdict = "UNSURE";
-    c.reason = !c.baseline_ms || !c.candidate_ms
-                   ? "a run has no figure (no sample was kept)"
-                   : "a run has no CI (too few samples or contexts for one)";
-    return;
-  }
-  const auto& t = *c.time;
-  const bool faster = t.upper < 1;
-  const bool slower = t.lower > 1;
-  if (faster || slower) {
-    const bool cycles_agree = !c.cycles || (faster ? c.cycles->upper < 1 : c.cycles->lower > 1);
-    if (cycles_agree) {
-      c.verdict = faster ? "FASTER" : "SLOWER";
-      c.reason = fmt::format("the CI of B/A lies {} 1{}", faster ? "below" : "above",
-                             c.cycles ? ", in time and in clock cycles" : "");
-    } else {
-      c.verdict = "UNSURE";
-      c.reason = fmt::format(
-          "{} in time, not in clock cycles: the SM clocks differ ({:.0f} against {:.0f} MHz), "
-          "so the clock may explain it",
-          faster ? "faster" : "slower", c.candidate_clock_mhz.value_or(0),
-          c.baseline_clock_mhz.value_or(0));
-    }
-    return;
-  }
-  if (within(t, same_within) && (!c.cycles || within(*c.cycles, same_within))) {
-    c.verdict = "SAME";
-    c.reason = fmt::format("the CI of B/A contains 1 and lies within ±{:g}%", 100 * same_within);
-    return;
-  }
-  c.verdict = "UNSURE";
-  c.reason = within(t, same_within)
-                 ? fmt::format("the same in time, but the CI in clock cycles is wider than ±{:g}%",
-                               100 * same_within)
-                 : fmt::format(
-                       "the CI of B/A contains 1 and is wider than ±{:g}%: measure longer "
-                       "or over more contexts",
-                       100 * same_within);
+  const ratio_verdict v = judge_ratio(
+      c.time, c.cycles, same_within, c.baseline_clock_mhz, c.candidate_clock_mhz,
+      !c.baseline_ms || !c.candidate_ms ? "a run has no figure (no sample was kept)"
+                                        : "a run has no CI (too few samples or contexts for one)");
+  c.verdict = v.verdict;
+  c.reason = v.reason;
 }
 
 std::string uncertainty_of(const run_document& r, bool& one_context_draw) {
@@ -115,6 +100,40 @@ std::string uncertainty_of(const run_document& r, bool& one_context_draw) {
 }
 
 }  // namespace
+
+ratio_verdict judge_ratio(const std::optional<stats::ratio_interval>& time,
+                          const std::optional<stats::ratio_interval>& cycles, double same_within,
+                          std::optional<double> baseline_clock_mhz,
+                          std::optional<double> candidate_clock_mhz, std::string_view no_ci) {
+  if (!time) return {"UNSURE", std::string(no_ci)};
+  const auto& t = *time;
+  const bool faster = t.upper < 1;
+  const bool slower = t.lower > 1;
+  if (faster || slower) {
+    const bool cycles_agree = !cycles || (faster ? cycles->upper < 1 : cycles->lower > 1);
+    if (cycles_agree) {
+      return {faster ? "FASTER" : "SLOWER",
+              fmt::format("the CI of B/A lies {} 1{}", faster ? "below" : "above",
+                          cycles ? ", in time and in clock cycles" : "")};
+    }
+    return {"UNSURE",
+            fmt::format("{} in time, not in clock cycles: the SM clocks differ ({:.0f} against "
+                        "{:.0f} MHz), so the clock may explain it",
+                        faster ? "faster" : "slower", candidate_clock_mhz.value_or(0),
+                        baseline_clock_mhz.value_or(0))};
+  }
+  if (within(t, same_within) && (!cycles || within(*cycles, same_within))) {
+    return {"SAME",
+            fmt::format("the CI of B/A contains 1 and lies within ±{:g}%", 100 * same_within)};
+  }
+  return {"UNSURE",
+          within(t, same_within)
+              ? fmt::format("the same in time, but the CI in clock cycles is wider than ±{:g}%",
+                            100 * same_within)
+              : fmt::format("the CI of B/A contains 1 and is wider than ±{:g}%: measure longer "
+                            "or over more contexts",
+                            100 * same_within)};
+}
 
 std::vector<comparability_issue> comparability(const run_document& a, const run_document& b) {
   std::vector<comparability_issue> issues;
@@ -179,6 +198,7 @@ run_comparison compare_runs(const run_document& a, const run_document& b, double
     const double k = *c.candidate_clock_mhz / *c.baseline_clock_mhz;
     c.cycles = stats::ratio_interval{c.time->ratio * k, c.time->lower * k, c.time->upper * k};
   }
+  c.energy = energy_ratio(a, b);
   set_verdict(c, same_within);
   return c;
 }

@@ -101,6 +101,22 @@ std::string figure_block(const run_document& run) {
       summary.value("converged", false) ? "" : " (the CI did not reach rel_ci)",
       summary.value("seconds_total", 0.0), summary.value("seconds_gating", 0.0),
       summary.value("bursts", 0), summary.value("releases", 0));
+  if (const auto& e = summary.value("energy", nlohmann::json()); e.is_object()) {
+    const double j = e.value("j_per_run", 0.0);
+    const auto e_ci = e.value("ci_j", nlohmann::json());
+    out += fmt::format("<p id=\"energy\">Energy <b>{:.5f} J per run</b>", j);
+    if (e_ci.is_array() && j > 0) {
+      out += fmt::format(" (CI {:.0f}%: {:.5f} to {:.5f} J, ±{:.2f}%)", 100 * run.ci_level(),
+                         e_ci[0].get<double>(), e_ci[1].get<double>(),
+                         100 * (e_ci[1].get<double>() - e_ci[0].get<double>()) / 2 / j);
+    }
+    out += fmt::format(
+        ", mean power {:.1f} W; over {} windows of at least {:.0f} ms (the energy counter moved "
+        "every {}{:.0f} ms)</p>\n",
+        e.value("mean_power_w", 0.0), e.value("windows", 0), e.value("window_min_ms", 0.0),
+        e.value("counter_period_resolved", false) ? "" : "at most ",
+        e.value("counter_period_ms", 0.0));
+  }
   return out;
 }
 

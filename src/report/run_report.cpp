@@ -144,7 +144,44 @@ nlohmann::json contexts_json(const std::optional<measure::context_summary>& c) {
           {"per_context", per_context}};
 }
 
+nlohmann::json energy_json(const std::optional<measure::energy_figure>& e) {
+  if (!e) return nullptr;
+  return {{"j_per_run", e->j_per_run},
+          {"ci_j", e->ci ? nlohmann::json{e->ci->first, e->ci->second} : nlohmann::json(nullptr)},
+          {"mean_power_w", e->mean_power_w},
+          {"windows", e->windows},
+          {"seconds", e->seconds},
+          {"runs", e->runs},
+          {"counter_period_ms", e->counter_period_ms},
+          {"counter_period_resolved", e->period_resolved},
+          {"reading_interval_ms", e->reading_interval_ms},
+          {"window_min_ms", e->window_min_ms}};
+}
+
 }  // namespace
+
+std::string format_energy(const measure::run_result& r) {
+  if (!r.energy) {
+    if (!r.energy_per_run_j) return {};
+    return fmt::format(
+        "energy {:.4f} J per run (no measurement stretch was {} counter periods long: no CI)\n",
+        *r.energy_per_run_j, measure::k_energy_window_periods);
+  }
+  const auto& e = *r.energy;
+  std::string out = fmt::format("energy {:.4f} J per run", e.j_per_run);
+  if (e.ci) {
+    out += fmt::format(" (CI {:.0f}%: {:.4f} to {:.4f} J, ±{:.2f}%)", 100 * r.options.ci_level,
+                       e.ci->first, e.ci->second,
+                       e.j_per_run > 0 ? 50 * (e.ci->second - e.ci->first) / e.j_per_run : 0.0);
+  }
+  out += fmt::format(", mean power {:.1f} W\n", e.mean_power_w);
+  out += fmt::format(
+      "  over {} window{} ({:.1f} s, {:.0f} runs) of at least {:.0f} ms; the energy counter "
+      "moved every {}{:.0f} ms\n",
+      e.windows, e.windows == 1 ? "" : "s", e.seconds, e.runs, e.window_min_ms,
+      e.period_resolved ? "" : "<= ", e.counter_period_ms);
+  return out;
+}
 
 nlohmann::json to_json(const run_result& r) {
   nlohmann::json samples = nlohmann::json::array();
@@ -188,7 +225,8 @@ nlohmann::json to_json(const run_result& r) {
       {"releases", r.releases},
       {"release",
        r.final_release.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.final_release)},
-      {"energy_per_run_j", optional_json(r.energy_per_run_j)}};
+      {"energy_per_run_j", optional_json(r.energy_per_run_j)},
+      {"energy", energy_json(r.energy)}};
   nlohmann::json doc = {{"schema", k_run_schema},     {"complete", r.complete},
                         {"error", r.error},           {"workload", r.workload},
                         {"environment", environment}, {"configuration", options_json(r.options)},
@@ -322,7 +360,7 @@ std::string format_run_summary(const run_result& r) {
   }
   out += fmt::format("{:.1f} s in all, {:.1f} s gating; {} bursts, {} pauses, {} releases\n",
                      r.seconds_total, r.seconds_gating, r.bursts, r.pauses, r.releases);
-  if (r.energy_per_run_j) out += fmt::format("energy {:.4f} J per run\n", *r.energy_per_run_j);
+  out += format_energy(r);
   if (!r.final_release.empty()) out += fmt::format("at the end, {}\n", r.final_release);
   for (const auto& warning : r.warnings) out += fmt::format("warning: {}\n", warning);
   out += fmt::format("stopped: {}{}\n", to_string(r.stop_reason),

@@ -102,6 +102,28 @@ TEST_F(report_compare_test, compare_refuses_another_mode_unless_forced) {
   EXPECT_NE(forced.out.find("NOT COMPARABLE: mode differs"), std::string::npos) << forced.out;
 }
 
+// A matched A/B document: compare gives its verdict over its pairs, report draws its page.
+TEST_F(report_compare_test, a_matched_ab_document_is_compared_and_reported) {
+  const std::string ab = sample_run("ab");
+  const run_result text = run({"compare", ab});
+  ASSERT_EQ(text.code, 0) << describe(text);
+  EXPECT_NE(text.out.find("SLOWER"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("couples of matched pairs"), std::string::npos) << text.out;
+  const run_result json = run({"compare", ab, "--json"});
+  ASSERT_EQ(json.code, 0) << describe(json);
+  const auto doc = nlohmann::json::parse(json.out);
+  EXPECT_EQ(doc["comparisons"][0]["verdict"], "SLOWER");
+  EXPECT_GE(doc["comparisons"][0]["matched_couples"].get<int>(), 3);
+  const fs::path page = dir() / "ab.html";
+  const run_result report = run({"report", ab, "-o", page.string()});
+  ASSERT_EQ(report.code, 0) << describe(report);
+  EXPECT_NE(report.out.find("matched A/B"), std::string::npos) << report.out;
+  const std::string html = read_file(page);
+  EXPECT_NE(html.find("id=\"pairs\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"run-B\""), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+}
+
 TEST_F(report_compare_test, compare_usage_and_input_errors) {
   EXPECT_EQ(run({"compare", k_small_run.string()}).code, 2);
   EXPECT_EQ(run({"compare", k_small_run.string(), k_small_run.string(), "--same-within", "2"}).code,

@@ -4,6 +4,8 @@
 // JSON (docs/run-json.md) and CSV. The protocol itself is tested on a
 // simulated GPU in tests/measure.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -153,3 +155,73 @@ TEST_F(run_test, a_cpu_model_run_writes_json_and_csv) {
 }
 
 }  // namespace
+
+namespace {
+
+/// `args` run with stdin, stdout and stderr on a pseudo-terminal, as a person at a terminal
+/// runs it; everything the terminal received, and the exit code.
+std::pair<int, std::string> run_on_a_terminal(const std::vector<std::string>& args,
+                                              const env_map& env) {
+  int master = -1;
+  const pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  if (pid == 0) {
+    std::vector<std::string> words{COOLBENCH_EXE};
+    words.insert(words.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> assignments;
+    for (const auto& [k, v] : env) assignments.push_back(k + "=" + v);
+    std::vector<char*> envp;
+    for (auto& a : assignments) envp.push_back(a.data());
+    envp.push_back(nullptr);
+    execve(COOLBENCH_EXE, argv.data(), envp.data());
+    _exit(127);
+  }
+  std::string seen;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = read(master, buffer, sizeof buffer);
+    if (n <= 0) break;  // EIO once the child has closed the terminal
+    seen.append(buffer, static_cast<std::size_t>(n));
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(master);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, seen};
+}
+
+}  // namespace
+
+// A run of more than a few seconds on a terminal shows where it is, on one line rewritten in
+// place; --quiet, or output that is not a terminal (every other test here), shows none.
+TEST_F(run_test, a_long_run_on_a_terminal_shows_a_live_line_and_quiet_does_not) {
+  const std::string model = tiny_model();
+  const fs::path html = dir() / "run.html";
+  const std::vector<std::string> args{"run",        model,        "--dim",  "batch=1",    "--dim",
+                                      "sequence=4", "--min-time", "3.5",    "--max-time", "6",
+                                      "--rel-ci",   "0.4",        "--html", html.string()};
+  const auto env = coolbench::testing::without_driver(FAKE_CUDA_PATH);
+  const auto [code, seen] = run_on_a_terminal(args, env);
+  ASSERT_EQ(code, 0) << seen;
+  EXPECT_NE(seen.find("samples kept"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("\r\x1b[K"), std::string::npos) << "the line is taken off again";
+  // --html wrote the run's report.
+  const std::string page = read_file(html);
+  EXPECT_NE(page.find("<svg"), std::string::npos);
+  EXPECT_NE(page.find("id=\"timeline\""), std::string::npos);
+
+  std::vector<std::string> quiet = args;
+  quiet.push_back("--quiet");
+  const auto [quiet_code, quiet_seen] = run_on_a_terminal(quiet, env);
+  ASSERT_EQ(quiet_code, 0) << quiet_seen;
+  EXPECT_EQ(quiet_seen.find("samples kept"), std::string::npos) << quiet_seen;
+  EXPECT_EQ(quiet_seen.find("\x1b[K"), std::string::npos) << quiet_seen;
+
+  // Not a terminal: the same run prints no live line (the golden tests hold the whole output).
+  const run_result piped = run({"run", model, "--dim", "batch=1", "--dim", "sequence=4",
+                                "--min-time", "2.5", "--max-time", "4", "--rel-ci", "0.4"});
+  ASSERT_EQ(piped.code, 0) << describe(piped);
+  EXPECT_EQ(piped.err.find("samples kept"), std::string::npos) << piped.err;
+  EXPECT_EQ(piped.out.find("\x1b[K"), std::string::npos);
+}

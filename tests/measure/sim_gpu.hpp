@@ -40,6 +40,9 @@ struct gpu_model {
   /// 60 ms after the latency rose).
   std::int64_t report_lag_ns = 0;
   double idle_w = 80, busy_w = 400;
+  /// The energy counter moves only every this long (NVML's counter has an update period of
+  /// its own); 0: it is exact at every reading.
+  std::int64_t energy_update_ns = 0;
   /// Latency factor of each CUDA context, in turn (context k after k device
   /// releases gets entry k mod size): the H200's per-context levels, which
   /// no sensor shows. Empty: 1.
@@ -151,19 +154,25 @@ class gpu {
         {m_now, m_temp, clock(), reasons(), running ? m.busy_w : m.idle_w, m_energy_mj, m_cap_ns});
   }
 
+  [[nodiscard]] const state& state_at(std::int64_t t) const {
+    auto it = std::upper_bound(m_history.begin(), m_history.end(), t,
+                               [](std::int64_t x, const state& s) { return x < s.time; });
+    return it == m_history.begin() ? m_history.front() : *std::prev(it);
+  }
+
   [[nodiscard]] telemetry::gpu_sample at(std::int64_t t) const {
     // The last state at or before t, as reported report_lag_ns late.
     const std::int64_t seen = t - m.report_lag_ns;
-    auto it = std::upper_bound(m_history.begin(), m_history.end(), seen,
-                               [](std::int64_t x, const state& s) { return x < s.time; });
-    const state& s = it == m_history.begin() ? m_history.front() : *std::prev(it);
+    const state& s = state_at(seen);
     telemetry::gpu_sample g;
     g.time_ns = t;
     g.temp_gpu_c = telemetry::reading<int>::of(static_cast<int>(std::lround(s.temp)));
     g.clock_sm_mhz = telemetry::reading<unsigned>::of(s.clock);
     g.clock_reasons = telemetry::reading<std::uint64_t>::of(s.reasons);
     g.power_w = telemetry::reading<double>::of(s.power);
-    g.energy_mj = telemetry::reading<std::uint64_t>::of(static_cast<std::uint64_t>(s.energy_mj));
+    g.energy_mj = telemetry::reading<std::uint64_t>::of(static_cast<std::uint64_t>(
+        m.energy_update_ns > 0 ? state_at(seen / m.energy_update_ns * m.energy_update_ns).energy_mj
+                               : s.energy_mj));
     g.reason_counters.sw_power_cap_ns =
         telemetry::reading<std::uint64_t>::of(static_cast<std::uint64_t>(s.cap_ns));
     g.reason_counters.sw_thermal_ns = telemetry::reading<std::uint64_t>::of(0);

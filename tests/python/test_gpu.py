@@ -185,3 +185,16 @@ def test_a_reset_under_torchs_memory_is_refused_and_torch_carries_on():
     torch.cuda.synchronize()
     x.add_(1)
     assert x.float().mean().item() > 1.0
+
+
+def test_compare_calls_one_more_gemm_in_fifty_slower_and_a_workload_against_itself_same():
+    a = "gemm:fp16:128:2304:768:50"
+    slower = coolbench.compare(a, "gemm:fp16:128:2304:768:51", device=0, max_time=60.0)
+    assert slower["schema"] == "coolbench.ab/1"
+    assert slower["complete"], slower["error"]
+    assert [p["order"] for p in slower["pairs"][:2]] == ["AB", "BA"]
+    assert slower["verdict"] == "SLOWER", slower["reason"]
+    assert 1.01 < slower["time"]["ratio"] < 1.03
+    same = coolbench.compare(a, a, device=0, max_time=60.0)
+    assert same["verdict"] == "SAME", same["reason"]
+    assert "context reset" in same["a"]["summary"]["release"]

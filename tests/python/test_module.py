@@ -197,6 +197,14 @@ def test_without_a_gpu_the_gpu_calls_say_so(has_gpu):
         coolbench.release(0)
     with pytest.raises(coolbench.NotAvailable):
         coolbench.device_state(0)
+    with pytest.raises(coolbench.NotAvailable):
+        coolbench.compare("gemm:fp16:128:128:128", "gemm:fp16:128:128:128:2", device=0)
+
+
+def test_compare_takes_the_protocols_keywords_and_says_what_it_takes():
+    assert "ABBA" in coolbench.compare.__doc__
+    with pytest.raises(TypeError):
+        coolbench.compare("gemm:fp16:128:128:128", "gemm:fp16:128:128:128", bogus=1)
 
 
 def test_the_module_says_what_it_is():

@@ -3,7 +3,8 @@
 // the report and compare tests. Usage: make_sample_run KIND OUT.json, KIND one
 // of cold (a latency-bound chain spread over 4 contexts that draw different
 // levels), cold-slower (the same, 2% slower), power-bound (cold mode: bursts
-// cut by the power cap, discards, gates and releases), profile (cold to hot).
+// cut by the power cap, discards, gates and releases), profile (cold to hot), ab (a matched
+// A/B run, schema coolbench.ab/1: B's chain 2% longer, the contexts drawing levels).
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +12,8 @@
 #include <cstdio>
 #include <string>
 
+#include "coolbench/measure/ab.hpp"
+#include "coolbench/report/ab_report.hpp"
 #include "coolbench/report/format.hpp"
 #include "coolbench/report/run_report.hpp"
 #include "measure/sim_gpu.hpp"
@@ -49,14 +52,57 @@ measure::run_result run(const std::string& kind) {
   return measure::measure(w, env, o);
 }
 
+/// The simulated chain at `factor` times the GPU's base latency.
+class scaled final : public measure::workload {
+ public:
+  scaled(measure::sim::gpu& g, double factor, std::string name)
+      : m_gpu(g), m_inner(g), m_factor(factor), m_name(std::move(name)) {}
+  std::string describe() const override { return m_name; }
+  std::optional<int> device() const override { return 0; }
+  void prepare() override { m_inner.prepare(); }
+  measure::timing run() override {
+    const double base = m_gpu.m.base_ms;
+    m_gpu.m.base_ms = base * m_factor;
+    const measure::timing t = m_inner.run();
+    m_gpu.m.base_ms = base;
+    return t;
+  }
+  void release() override { m_inner.release(); }
+
+ private:
+  measure::sim::gpu& m_gpu;
+  measure::sim::workload m_inner;
+  double m_factor;
+  std::string m_name;
+};
+
+nlohmann::json matched_ab() {
+  measure::sim::gpu_model m;
+  m.base_ms = 0.25;
+  m.jitter_ms = 0.002;
+  m.context_levels = {1.0, 1.012, 0.996, 1.016};
+  measure::sim::gpu g(m);
+  scaled a(g, 1.0, "simulated chain");
+  scaled b(g, 1.02, "simulated chain, 2% longer");
+  measure::sim::environment env(g);
+  measure::protocol_options o;
+  o.rel_ci = 0.002;
+  o.contexts = 5;
+  return report::ab_to_json(measure::measure_ab(a, b, env, o), 0.01);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    fmt::print(stderr, "usage: make_sample_run cold|cold-slower|power-bound|profile OUT.json\n");
+    fmt::print(stderr, "usage: make_sample_run cold|cold-slower|power-bound|profile|ab OUT.json\n");
     return 2;
   }
   const std::string kind = argv[1];
+  if (kind == "ab") {
+    report::write_text_atomically(argv[2], matched_ab().dump(1) + "\n");
+    return 0;
+  }
   if (kind != "cold" && kind != "cold-slower" && kind != "power-bound" && kind != "profile") {
     fmt::print(stderr, "make_sample_run: unknown kind '{}'\n", kind);
     return 2;

@@ -85,12 +85,28 @@ enum class context_release : std::uint8_t { reset, keep, process };
 /// Progress lines ("gating: 52 °C → 45 °C", "burst 3: 212 samples"), for the CLI.
 using progress_fn = std::function<void(const std::string&)>;
 
+/// Where a run is, for a live progress line: what it does now and how far it got.
+struct run_status {
+  std::string phase;  ///< "gating", "warm-up", "measuring", "soak"
+  std::string label;  ///< which workload of a matched A/B run ("A", "B"); else empty
+  std::optional<int> temp_c;
+  double target_temp_c = 0;
+  int burst = 0;
+  int kept = 0;
+  /// The figure's CI half-width / the figure, as last looked at; empty before.
+  std::optional<double> rel_ci_now;
+  double elapsed_s = 0;
+};
+
+/// Called now and then (at most every 100 ms of the run's clock) with where the run is.
+using status_fn = std::function<void(const run_status&)>;
+
 /// Runs the protocol. Never throws for what happens during the run (a GPU
 /// that disappears, out of memory; stop_reason "error") or for what the
 /// workload refuses when prepared (stop_reason "invalid input"): the result
 /// says complete = false and keeps what was measured. Throws
 /// invalid_argument for bad options.
 [[nodiscard]] run_result measure(workload& w, environment& env, const protocol_options& options,
-                                 const progress_fn& progress = {});
+                                 const progress_fn& progress = {}, const status_fn& status = {});
 
 }  // namespace coolbench::measure

@@ -128,6 +128,28 @@ struct context_summary {
   double cv = 0;      ///< stddev / mean of the medians
 };
 
+/// Energy per inference from the GPU's total-energy counter (docs/measure.md, "Energy"): over
+/// windows of measurement at least k_energy_window_periods of the counter's update period long.
+struct energy_figure {
+  double j_per_run = 0;                         ///< mean over the windows
+  std::optional<std::pair<double, double>> ci;  ///< Student-t over the windows; 2 or more
+  double mean_power_w = 0;                      ///< the windows' energy / their time
+  int windows = 0;
+  double seconds = 0;  ///< the windows' time in all
+  double runs = 0;     ///< the runs in them (one straddling an end counts by its fraction)
+  /// How often the counter moved: the median time between its steps. When every reading saw
+  /// a new value the period is only known to be at most the reading interval
+  /// (`period_resolved` false) and the windows are sized on that bound.
+  double counter_period_ms = 0;
+  bool period_resolved = false;
+  double reading_interval_ms = 0;  ///< median time between the counter's readings
+  double window_min_ms = 0;        ///< the shortest window used
+};
+
+/// Windows span at least this many of the counter's update periods: the counter covers the
+/// time up to its last update, so each end of a window is off by up to one period.
+inline constexpr int k_energy_window_periods = 10;
+
 struct run_result {
   std::string workload;
   protocol_options options;
@@ -166,7 +188,8 @@ struct run_result {
   /// context reset, 79 ms, process no longer listed on the GPU"), or why it
   /// failed; empty for a CPU workload.
   std::string final_release;
-  std::optional<double> energy_per_run_j;
+  std::optional<double> energy_per_run_j;  ///< every steady span pooled (as energy's runs)
+  std::optional<energy_figure> energy;     ///< with its uncertainty
   std::optional<profile_result> profile;
 };
 

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -51,7 +52,28 @@ struct run_comparison {
   std::string uncertainty;
   bool one_context_draw = false;  ///< a GPU run whose CI holds one context only
   std::vector<comparability_issue> issues;
+  /// Energy per run, B / A, with its CI; empty unless both runs have an energy CI.
+  std::optional<stats::ratio_interval> energy;
+  /// A matched A/B run (coolbench run --against): the couples (an AB and a BA pair) its CI is
+  /// over.
+  int matched_couples = 0;
 };
+
+/// A verdict on a ratio B / A and why.
+struct ratio_verdict {
+  std::string verdict;  ///< FASTER, SLOWER, SAME or UNSURE
+  std::string reason;
+};
+
+/// FASTER/SLOWER when the CI of B/A lies below/above 1 in time and in clock cycles (where
+/// known); SAME when both CIs lie within 1 ± same_within; else UNSURE. `no_ci` is the reason
+/// given when there is no CI in time.
+[[nodiscard]] ratio_verdict judge_ratio(const std::optional<stats::ratio_interval>& time,
+                                        const std::optional<stats::ratio_interval>& cycles,
+                                        double same_within,
+                                        std::optional<double> baseline_clock_mhz,
+                                        std::optional<double> candidate_clock_mhz,
+                                        std::string_view no_ci);
 
 /// B against A. `same_within`: SAME when the ratio's CI (in time and in
 /// cycles) lies within [1 − same_within, 1 + same_within].

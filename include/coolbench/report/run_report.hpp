@@ -25,6 +25,10 @@ inline constexpr const char* k_run_schema = "coolbench.run/1";
 /// energy; the profile tables in markdown in profile mode.
 [[nodiscard]] std::string format_run_summary(const measure::run_result& r);
 
+/// The energy lines of the summary: J per run with its CI over windows, mean power, the
+/// windows and the counter's period (empty without an energy figure).
+[[nodiscard]] std::string format_energy(const measure::run_result& r);
+
 /// The profile tables in markdown (empty without a profile).
 [[nodiscard]] std::string profile_markdown(const measure::run_result& r);
 

@@ -12,6 +12,7 @@
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/help.hpp"
+#include "coolbench/report/ab_report.hpp"
 #include "coolbench/report/compare_report.hpp"
 #include "coolbench/report/format.hpp"
 #include "coolbench/report/run_document.hpp"
@@ -29,8 +30,25 @@ struct compare_options {
 
 int run_compare(const compare_options& o) {
   std::vector<report::run_document> runs;
-  for (const auto& path : o.runs) runs.push_back(report::load_run_document(path));
   std::vector<report::run_comparison> comparisons;
+  // A matched A/B document holds its own comparison, over its pairs; runs are compared with
+  // the first run.
+  for (const auto& path : o.runs) {
+    if (report::document_schema(path) == report::k_ab_schema) {
+      comparisons.push_back(report::compare_ab(report::load_ab_document(path), o.same_within));
+    } else {
+      runs.push_back(report::load_run_document(path));
+    }
+  }
+  if (runs.size() == 1) {
+    std::fflush(stdout);
+    fmt::print(stderr,
+               "coolbench compare: {} has nothing to be compared with: give two runs or more, or "
+               "a matched A/B document (coolbench run A --against B --json FILE). Run 'coolbench "
+               "compare --help'.\n",
+               runs[0].source);
+    return exit_usage;
+  }
   bool refused = false;
   for (std::size_t i = 1; i < runs.size(); ++i) {
     comparisons.push_back(report::compare_runs(runs[0], runs[i], o.same_within));
@@ -66,9 +84,11 @@ command add_compare_command(CLI::App& parent) {
   auto o = std::make_shared<compare_options>();
   auto* app = parent.add_subcommand(
       "compare", "Compare saved runs with the first: a verdict, the ratio and its CI");
-  app->add_option("runs", o->runs, "A.json B.json [C.json ...]: B, C, ... against A")
+  app->add_option("runs", o->runs,
+                  "A.json B.json [C.json ...]: B, C, ... against A; or AB.json, a matched A/B "
+                  "run (coolbench run --against)")
       ->required()
-      ->expected(2, -1);
+      ->expected(1, -1);
   app->add_flag("--json", o->json, "Print JSON instead of the table");
   app->add_option("--html", o->html_path, "Also write the comparison as an HTML page");
   app->add_option("--same-within", o->same_within,

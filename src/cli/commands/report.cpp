@@ -9,6 +9,7 @@
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/help.hpp"
+#include "coolbench/report/ab_report.hpp"
 #include "coolbench/report/format.hpp"
 #include "coolbench/report/html_report.hpp"
 #include "coolbench/report/run_document.hpp"
@@ -29,8 +30,17 @@ std::string default_output(const std::string& input) {
 }
 
 int run_report(const report_options& o) {
-  const report::run_document run = report::load_run_document(o.run_json);
   const std::string path = o.output.empty() ? default_output(o.run_json) : o.output;
+  if (report::document_schema(o.run_json) == report::k_ab_schema) {
+    const report::ab_document ab = report::load_ab_document(o.run_json);
+    const std::string page = report::ab_html(ab);
+    report::write_text_atomically(path, page);
+    fmt::print("wrote {} (matched A/B, {} pairs, {:.0f} KiB)\n", path,
+               ab.doc.value("pairs", nlohmann::json::array()).size(),
+               static_cast<double>(page.size()) / 1024);
+    return exit_ok;
+  }
+  const report::run_document run = report::load_run_document(o.run_json);
   const std::string page = report::run_html(run);
   report::write_text_atomically(path, page);
   fmt::print("wrote {} ({} samples, {:.0f} KiB)\n", path, run.samples.size(),
@@ -43,7 +53,9 @@ int run_report(const report_options& o) {
 command add_report_command(CLI::App& parent) {
   auto o = std::make_shared<report_options>();
   auto* app = parent.add_subcommand("report", "Render a saved run as a self-contained HTML page");
-  app->add_option("run", o->run_json, "The run's JSON (coolbench run --json FILE)")->required();
+  app->add_option("run", o->run_json,
+                  "The run's JSON (coolbench run --json FILE), or a matched A/B run's")
+      ->required();
   app->add_option("-o,--output", o->output, "The HTML file (default: RUN.html beside RUN.json)");
   return {app, [o] { return run_report(*o); }, help::report()};
 }

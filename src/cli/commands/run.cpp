@@ -15,9 +15,11 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/commands/run_against.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/help.hpp"
 #include "cli/interrupt.hpp"
+#include "cli/live_line.hpp"
 #include "cli/protocol_flags.hpp"
 #include "coolbench/device/device.hpp"
 #include "coolbench/report.hpp"
@@ -43,6 +45,10 @@ struct run_options {
   int telemetry_ms = 20;
   std::string json_path;
   std::string csv_path;
+  std::string html_path;
+  /// Matched A/B: B, as a workload spec or a model (run_against.cpp).
+  std::string against;
+  double same_within = 0.01;
   bool quiet = false;
 };
 
@@ -107,6 +113,43 @@ std::string model_backend(const std::string& device, bool quiet) {
 }
 #endif
 
+/// The workload to measure: a GPU workload spec, or a model (the built-in GPT-2 small when
+/// neither is given). Null after saying why when the model file cannot be read.
+std::unique_ptr<measure::workload> measured_workload(const std::string& model_path,
+                                                     const std::string& spec, const run_options& o,
+                                                     std::map<std::string, std::int64_t> dims) {
+  if (!spec.empty())
+    return measure::make_workload(spec, o.device.empty() ? 0 : std::stoi(o.device));
+#ifndef COOLBENCH_HAVE_ENGINE
+  (void)model_path;
+  (void)dims;
+  throw not_available(
+      "this coolbench was built without the engine (COOLBENCH_ENGINE=OFF), so it runs no "
+      "model; measure a GPU workload with --workload gemm:DTYPE:M:N:K[:COUNT] or "
+      "gemm:fp16:gpt2-small");
+#else
+  const std::string backend = model_backend(o.device, o.quiet);
+  std::filesystem::path model = model_path;
+  if (model.empty()) {
+    const bool half = backend != "cpu";
+    model = default_model(half, o.quiet);
+    dims.try_emplace("batch", 1);
+    dims.try_emplace("sequence", 128);
+    if (!o.quiet) {
+      fmt::print("no model given: GPT-2 small {} at batch 1, sequence 128 on {}\n",
+                 half ? "fp16" : "fp32", half ? "GPU " + backend.substr(5) : "the CPU");
+    }
+  }
+  try {
+    return measure::make_model_workload(model, backend, dims);
+  } catch (const engine::model_error& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "coolbench run: {}\n", e.what());
+    return nullptr;  // exit_bad_device, documented: a file that cannot be read
+  }
+#endif
+}
+
 int run_run(const run_options& o) {
   // Everything the command line alone decides, checked before any work:
   // a mistake there is a usage error (exit 2), not a failure.
@@ -122,42 +165,19 @@ int run_run(const run_options& o) {
     if (!o.workload.empty() && o.device == "cpu") {
       throw invalid_argument("--workload runs on a GPU; --device cpu is for a model");
     }
+    check_against(o.against, o.device, o.csv_path);
   } catch (const invalid_argument& e) {
     std::fflush(stdout);
     fmt::print(stderr, "coolbench run: {}. Run 'coolbench run --help'.\n", e.what());
     return exit_usage;
   }
-  std::unique_ptr<measure::workload> w;
-  if (!o.workload.empty()) {
-    w = measure::make_workload(o.workload, o.device.empty() ? 0 : std::stoi(o.device));
-  } else {
-#ifndef COOLBENCH_HAVE_ENGINE
-    throw not_available(
-        "this coolbench was built without the engine (COOLBENCH_ENGINE=OFF), so it runs no "
-        "model; measure a GPU workload with --workload gemm:DTYPE:M:N:K[:COUNT] or "
-        "gemm:fp16:gpt2-small");
-#else
-    const std::string backend = model_backend(o.device, o.quiet);
-    std::filesystem::path model = o.model;
-    if (model.empty()) {
-      const bool half = backend != "cpu";
-      model = default_model(half, o.quiet);
-      dims.try_emplace("batch", 1);
-      dims.try_emplace("sequence", 128);
-      if (!o.quiet) {
-        fmt::print("no model given: GPT-2 small {} at batch 1, sequence 128 on {}\n",
-                   half ? "fp16" : "fp32", half ? "GPU " + backend.substr(5) : "the CPU");
-      }
-    }
-    try {
-      w = measure::make_model_workload(model, backend, dims);
-    } catch (const engine::model_error& e) {
-      std::fflush(stdout);
-      fmt::print(stderr, "coolbench run: {}\n", e.what());
-      return exit_bad_device;  // documented: a file that cannot be read
-    }
-#endif
+  std::unique_ptr<measure::workload> w = measured_workload(o.model, o.workload, o, dims);
+  std::unique_ptr<measure::workload> against;
+  if (w && !o.against.empty()) {
+    const bool gemm = o.against.starts_with("gemm:");
+    against = measured_workload(gemm ? "" : o.against, gemm ? o.against : "", o, dims);
   }
+  if (!w || (!o.against.empty() && !against)) return exit_bad_device;
 
   catch_interrupts();
   const auto stop_requested = [] { return interrupted(); };
@@ -165,17 +185,31 @@ int run_run(const run_options& o) {
       w->device() ? measure::make_gpu_environment(
                         *w->device(), std::chrono::milliseconds(o.telemetry_ms), stop_requested)
                   : measure::make_cpu_environment(stop_requested);
-  if (!o.quiet) fmt::print("measuring {}\n", w->describe());
+  live_line live(o.quiet);  // on a terminal only (docs/cli/run.md, "Progress")
   const measure::progress_fn progress = [&](const std::string& line) {
     if (!o.quiet) {
+      live.clear();
       fmt::print("  {}\n", line);
       std::fflush(stdout);
     }
   };
-  const measure::run_result result = measure::measure(*w, *env, protocol, progress);
+  const measure::status_fn status = [&](const measure::run_status& s) { live.update(s); };
+  if (against) {
+    return run_against(*w, *against, *env, protocol, {progress, status, &live},
+                       {o.json_path, o.html_path, o.same_within, o.quiet});
+  }
+  if (!o.quiet) fmt::print("measuring {}\n", w->describe());
+  const measure::run_result result = measure::measure(*w, *env, protocol, progress, status);
+  live.clear();
 
   // Written whatever happened, marked incomplete when cut short.
-  if (!o.json_path.empty()) write_text_atomically(o.json_path, to_json(result).dump(1) + "\n");
+  if (!o.json_path.empty() || !o.html_path.empty()) {
+    nlohmann::json doc = to_json(result);
+    if (!o.json_path.empty()) write_text_atomically(o.json_path, doc.dump(1) + "\n");
+    if (!o.html_path.empty()) {
+      write_text_atomically(o.html_path, run_html(read_run_document(std::move(doc), o.html_path)));
+    }
+  }
   if (!o.csv_path.empty()) write_text_atomically(o.csv_path, samples_csv(result));
   if (result.stop_reason == measure::stop_reason::invalid_input && result.samples.empty()) {
     // Nothing was measured: a usage error, said in one line.
@@ -216,6 +250,15 @@ command add_run_command(CLI::App& parent) {
   app->add_option("--telemetry-period", o->telemetry_ms, "ms")->check(CLI::Range(1, 1000));
   app->add_option("--json", o->json_path, "Write the whole run as JSON (docs/run-json.md)");
   app->add_option("--csv", o->csv_path, "Write every sample as CSV");
+  app->add_option("--html", o->html_path,
+                  "Write the run's report as one self-contained HTML page (as coolbench report)");
+  app->add_option("--against", o->against,
+                  "Matched A/B: measure B (a workload spec or an .onnx file) against A in pairs, "
+                  "ABBA order; prints B/A with its CI and a verdict")
+      ->type_name("B");
+  app->add_option("--same-within", o->same_within,
+                  "With --against: SAME when the ratio's CI lies within 1 ± this (default 0.01)")
+      ->check(CLI::Range(1e-6, 0.5));
   app->add_flag("--quiet", o->quiet, "Print only the summary");
   return {app, [o] { return run_run(*o); }, help::run()};
 }

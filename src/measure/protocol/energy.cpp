@@ -1,5 +1,9 @@
-// Energy per run from the GPU's energy counter, read once for the whole run.
+// Energy per run from the GPU's energy counter, read once for the whole run: pooled over every
+// steady span, and per window of several counter periods with a CI over the windows.
 #include <algorithm>
+#include <cmath>
+
+#include "coolbench/stats.hpp"
 
 #include "measure/protocol/run.hpp"
 
@@ -34,7 +38,92 @@ span_worth worth_between(const sample_log& samples, std::size_t& first, std::int
   return w;
 }
 
+/// The readings of the run that hold the counter, oldest first.
+std::vector<telemetry::gpu_sample> counter_readings(run_state& run) {
+  const sample_log& samples = run.samples;
+  std::vector<telemetry::gpu_sample> out;
+  for (auto& t : run.env.between(samples[0].time.start_ns, samples.back().time.end_ns)) {
+    if (t.energy_mj.ok()) out.push_back(std::move(t));
+  }
+  return out;
+}
+
+/// The reading interval, and the counter's update period from its steps: the median time
+/// between readings that saw a new value. When no reading saw the old value again, the counter
+/// moved at least once per reading and its period is only bounded by the interval.
+void estimate_period(const std::vector<telemetry::gpu_sample>& readings, energy_figure& e) {
+  std::vector<double> gaps;
+  std::vector<double> steps;
+  bool some_unchanged = false;
+  std::int64_t last_change = -1;
+  for (std::size_t i = 1; i < readings.size(); ++i) {
+    const auto& a = readings[i - 1];
+    const auto& b = readings[i];
+    gaps.push_back(static_cast<double>(b.time_ns - a.time_ns) / 1e6);
+    if (b.energy_mj.value == a.energy_mj.value) {
+      some_unchanged = true;
+      continue;
+    }
+    if (last_change >= 0) steps.push_back(static_cast<double>(b.time_ns - last_change) / 1e6);
+    last_change = b.time_ns;
+  }
+  e.reading_interval_ms = gaps.empty() ? 0 : stats::median(gaps);
+  e.period_resolved = some_unchanged && !steps.empty();
+  e.counter_period_ms = e.period_resolved ? stats::median(steps) : e.reading_interval_ms;
+}
+
+/// One window's energy, time and runs, as it grows.
+struct window {
+  double joules = 0;
+  double seconds = 0;
+  double runs = 0;
+};
+
 }  // namespace
+
+/// Windows of consecutive steady spans, each closed once it is window_min_ms long; the
+/// J per run of each, and their mean with a Student-t CI.
+std::optional<energy_figure> energy_with_uncertainty(run_state& run) {
+  if (!run.r.conditions.gpu || run.samples.empty()) return std::nullopt;
+  const auto readings = counter_readings(run);
+  if (readings.size() < 2) return std::nullopt;
+  energy_figure e;
+  estimate_period(readings, e);
+  e.window_min_ms = k_energy_window_periods * e.counter_period_ms;
+  std::vector<double> per_run;
+  window open;
+  double joules = 0;
+  std::size_t first = 0;
+  for (std::size_t i = 1; i < readings.size(); ++i) {
+    const auto& a = readings[i - 1];
+    const auto& b = readings[i];
+    const span_worth w = worth_between(run.samples, first, a.time_ns, b.time_ns);
+    if (!w.steady || w.runs <= 0 || b.energy_mj.value < a.energy_mj.value) {
+      open = {};  // a window holds measurement only, without a break
+      continue;
+    }
+    open.joules += static_cast<double>(b.energy_mj.value - a.energy_mj.value) / 1000.0;
+    open.seconds += seconds_between(a.time_ns, b.time_ns);
+    open.runs += w.runs;
+    if (open.seconds * 1000 < e.window_min_ms) continue;
+    per_run.push_back(open.joules / open.runs);
+    joules += open.joules;
+    e.seconds += open.seconds;
+    e.runs += open.runs;
+    open = {};
+  }
+  if (per_run.empty()) return std::nullopt;
+  e.windows = static_cast<int>(per_run.size());
+  e.mean_power_w = joules / e.seconds;
+  if (per_run.size() >= 2) {
+    const stats::mean_interval ci = stats::mean_ci_student_t(per_run, run.o.ci_level);
+    e.j_per_run = ci.mean;
+    e.ci = std::pair{ci.lower, ci.upper};
+  } else {
+    e.j_per_run = per_run.front();
+  }
+  return e;
+}
 
 /// Over each pair of readings between which measurement runs filled at least 90 % of the
 /// time, the energy divided by the runs' worth of time in that span.

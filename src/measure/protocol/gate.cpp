@@ -28,6 +28,7 @@ void cool_to_target(run_state& run, std::int64_t began) {
                          std::to_string(*t) +
                          " C): raise --target-temp or --gate-timeout, or let the GPU cool"};
     }
+    run.report_status("gating", run.r.bursts, t);
     run.env.sleep_for(milliseconds(200));
     t = temperature(run);
   }

@@ -27,12 +27,27 @@ void run_state::say(const std::string& line) const {
   if (progress) progress(line);
 }
 
+void run_state::report_status(const char* phase, int burst, std::optional<int> temp_c) {
+  if (status == nullptr || !*status) return;
+  const std::int64_t t = now();
+  if (last_status_ns != 0 && t - last_status_ns < 100 * k_ns_per_ms) return;
+  last_status_ns = t;
+  run_status s;
+  s.phase = phase;
+  s.label = label;
+  s.temp_c = temp_c;
+  s.target_temp_c = o.target_temp_c;
+  s.burst = burst;
+  s.kept = samples.kept();
+  s.rel_ci_now = ci_now;
+  s.elapsed_s = seconds_between(start_ns, t);
+  (*status)(s);
+}
+
 void run_state::warn(std::string warning) {
   r.warnings.push_back(std::move(warning));
   say("warning: " + r.warnings.back());
 }
-
-namespace {
 
 /// What applies to this run: the throttle action (baselines label only: nvbench's own rule
 /// discards; the protocol's default depends on the mode, as throttling is what sustained and
@@ -71,6 +86,8 @@ void settle_conditions(detail::run_state& run) {
   }
 }
 
+namespace {
+
 stop_reason run_mode_of(detail::run_state& run) {
   if (run.o.policy != sampling_policy::coolbench) return run_baseline(run);
   if (!run.r.conditions.gpu) return run_host(run);
@@ -103,6 +120,8 @@ void run_to_the_end(detail::run_state& run) {
   r.complete = false;
 }
 
+}  // namespace
+
 /// Hands the GPU back whatever happened: the last step of every run.
 void release_at_the_end(detail::run_state& run) {
   run_result& r = run.r;
@@ -119,13 +138,13 @@ void release_at_the_end(detail::run_state& run) {
   }
 }
 
-}  // namespace
 }  // namespace detail
 
 run_result measure(workload& w, environment& env, const protocol_options& options,
-                   const progress_fn& progress) {
+                   const progress_fn& progress, const status_fn& status) {
   validate(options);
   detail::run_state run(w, env, options, progress);
+  run.status = &status;
   run.start_ns = env.now_ns();
   detail::settle_conditions(run);
   detail::run_to_the_end(run);

@@ -116,12 +116,29 @@ struct run_state {
   std::optional<telemetry::clock_reason_counters> sample_counters;
   std::optional<telemetry::clock_reason_counters> burst_counters;
 
+  /// The live status (measure()'s status_fn), at most every 100 ms; `label` names the
+  /// workload in a matched A/B run.
+  const status_fn* status = nullptr;
+  std::string label;
+  std::int64_t last_status_ns = 0;
+  /// The CI half-width / the figure, as the stopping rule last saw it (for the status).
+  mutable std::optional<double> ci_now;
+  /// Calls the status function, unless it was called less than 100 ms ago.
+  void report_status(const char* phase, int burst, std::optional<int> temp_c = std::nullopt);
+
   [[nodiscard]] std::int64_t now() const { return env.now_ns(); }
   /// A progress line.
   void say(const std::string& line) const;
   /// A warning kept in the result and said.
   void warn(std::string warning);
 };
+
+// protocol.cpp
+/// The conditions, the throttle action, the ceiling and the clock: settled before the first
+/// sample.
+void settle_conditions(run_state& run);
+/// The workload's release and the device's at the end, whatever happened.
+void release_at_the_end(run_state& run);
 
 // sample.cpp
 [[nodiscard]] bool counters_moved(const telemetry::clock_reason_counters& before,
@@ -211,6 +228,7 @@ inline constexpr int k_burst_min_samples = 5;
 /// The run's figures from its samples, in one pass; then energy and the profile tables.
 void summarize(run_state& run);
 [[nodiscard]] std::optional<double> energy_per_run(run_state& run);
+[[nodiscard]] std::optional<energy_figure> energy_with_uncertainty(run_state& run);
 [[nodiscard]] latency_summary summarize_latencies(const std::vector<double>& values);
 
 }  // namespace coolbench::measure::detail

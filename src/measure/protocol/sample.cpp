@@ -91,7 +91,15 @@ std::size_t take(run_state& run, sample_phase phase, int burst) {
   s.throttled = !s.throttle_reason.empty();
   s.kept = phase == sample_phase::measure && (!s.throttled || run.action == throttle_action::label);
   if (phase == sample_phase::warmup) ++run.r.warmup_runs;
-  return run.samples.add(std::move(s));
+  const std::size_t i = run.samples.add(std::move(s));
+  if (run.status != nullptr) {
+    const auto& added = run.samples[i];
+    run.report_status(phase == sample_phase::warmup ? "warm-up"
+                      : phase == sample_phase::soak ? "soak"
+                                                    : "measuring",
+                      burst, added.conditions.temp_c);
+  }
+  return i;
 }
 
 void throttled_after_the_fact(run_state& run, std::size_t i, const std::string& reason) {

@@ -16,6 +16,7 @@ bool median_ci_within_rel_ci(const run_state& run, const std::vector<double>& ke
   try {
     const stats::median_interval ci = stats::median_ci_order_statistic(kept, run.o.ci_level);
     const double median = stats::median(kept);
+    if (median > 0) run.ci_now = (ci.upper - ci.lower) / 2 / median;
     return median > 0 && (ci.upper - ci.lower) / 2 <= run.o.rel_ci * median;
   } catch (const invalid_argument&) {
     return false;  // too few samples for the level yet
@@ -24,6 +25,7 @@ bool median_ci_within_rel_ci(const run_state& run, const std::vector<double>& ke
 
 bool contexts_ci_met(const run_state& run, const std::vector<context_figure>& figures) {
   const auto ci = contexts_interval(run, figures);
+  if (ci && ci->mean > 0) run.ci_now = ci->half_width() / ci->mean;
   return ci && ci->mean > 0 && ci->half_width() <= run.o.rel_ci * ci->mean;
 }
 
