@@ -238,4 +238,11 @@ class device {
   std::shared_ptr<device_state> m_state;
 };
 
+/// Another process makes a CUDA context on GPU `ordinal` and exits (the bare-context probe,
+/// coolbench-context-probe); this process's context, if any, lives on. On the H200 that clears
+/// the hidden shared-memory/L1 state a large shared-memory kernel leaves behind in every
+/// context (docs/perf/hidden-state.md), without the reset a release does. Returns the wall
+/// time in seconds. Throws error when the probe is missing or fails.
+double touch_from_another_process(int ordinal);
+
 }  // namespace coolbench::device
