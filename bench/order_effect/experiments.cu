@@ -79,18 +79,21 @@ double release_device(bench_context& b) {
 }
 
 std::vector<figure> survey_victims(bench_context& b) {
-  const victim_config configs[] = {{gemm_compute::fp16, carveout_hint::none},
-                                   {gemm_compute::fp32, carveout_hint::none},
-                                   {gemm_compute::fp16, carveout_hint::own_kernels},
-                                   {gemm_compute::fp16, carveout_hint::all_kernels},
-                                   {gemm_compute::fp32, carveout_hint::all_kernels}};
+  using g = gemm_compute;
+  using h = carveout_hint;
+  using w = blas_workspace;
+  const victim_config configs[] = {
+      {g::fp16, h::none, w::lease},        {g::fp32, h::none, w::lease},
+      {g::fp16, h::none, w::none},         {g::fp32, h::none, w::none},
+      {g::fp16, h::none, w::library},      {g::fp16, h::own_kernels, w::none},
+      {g::fp16, h::all_kernels, w::none},  {g::fp16, h::all_kernels, w::lease}};
   std::vector<figure> out;
   for (int r = 0; r < b.repeats; ++r) {
     for (const auto& c : configs) {
       (void)release_device(b);
       auto lease = b.gpu.acquire();
       victim v(lease, c);
-      if (r == 0 && c.carveout != carveout_hint::own_kernels) print_kernels(c, v.kernels());
+      if (r == 0) print_kernels(c, v.kernels());
       add(out, "victims", describe(c), "clean", v.median_ms(b.warmups, b.replays));
       disturb_with_gemms(lease);
       add(out, "victims", describe(c), "after the bf16 GEMMs", v.median_ms(b.warmups, b.replays));
@@ -102,10 +105,11 @@ std::vector<figure> survey_victims(bench_context& b) {
   return out;
 }
 
-std::vector<figure> per_kernel(bench_context& b) {
+std::vector<figure> per_kernel(bench_context& b, const victim_config& config) {
   std::vector<figure> out;
-  for (const gemm_compute g : {gemm_compute::fp16, gemm_compute::fp32}) {
-    const victim_config c{g, carveout_hint::none};
+  victim_config lease_workspace = config;
+  lease_workspace.workspace = blas_workspace::lease;
+  for (const victim_config& c : {config, lease_workspace}) {
     const std::string table = "per-kernel, " + describe(c);
     for (int r = 0; r < b.repeats; ++r) {
       (void)release_device(b);
@@ -125,7 +129,7 @@ std::vector<figure> sentinel_sizes(bench_context& b) {
   std::vector<figure> out;
   constexpr int steps = 2000;
   for (int r = 0; r < b.repeats; ++r) {
-    for (const std::size_t kib : {16, 32, 64, 96, 128, 192}) {
+    for (const std::size_t kib : {16, 32, 64, 128, 256}) {
       (void)release_device(b);
       auto lease = b.gpu.acquire();
       int sms = 0;

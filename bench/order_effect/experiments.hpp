@@ -33,8 +33,9 @@ double release_device(bench_context& b);
 
 /// Clean and after the bf16 GEMMs, for each victim variant; and its kernels.
 std::vector<figure> survey_victims(bench_context& b);
-/// Per-operation times, clean and disturbed, for fp16 and fp32 victims.
-std::vector<figure> per_kernel(bench_context& b);
+/// Per-operation times, clean and disturbed, for the victim `config` and the
+/// same victim with cuBLAS's workspace from the lease.
+std::vector<figure> per_kernel(bench_context& b, const victim_config& config);
 /// The sentinel kernel at several table sizes, clean, disturbed, after a touch.
 std::vector<figure> sentinel_sizes(bench_context& b);
 /// Disturbance x isolation, side by side, with each isolation's cost.

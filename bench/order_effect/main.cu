@@ -6,7 +6,7 @@
 // process. Every figure is the median over --repeats repeats, each itself the median of
 // the replays.
 //   order_effect [--ordinal N] [--part all|survey|kernels|sentinel|isolation|profile]
-//                [--repeats R] [--replays N] [--victim fp16|fp32] [--json PATH]
+//                [--repeats R] [--replays N] [--victim fp16|fp32[:lease|none|library]] [--json PATH]
 #include <cuda_runtime.h>
 
 #include <unistd.h>
@@ -32,7 +32,7 @@ struct options {
   std::string part = "all";
   int repeats = 5;
   int replays = 200;
-  std::string victim = "fp16";
+  std::string victim = "fp16:none";
   std::string json_path;
   std::string child;
 };
@@ -41,7 +41,7 @@ struct options {
   std::fprintf(stderr,
                "order_effect: %s\nusage: order_effect [--ordinal N] "
                "[--part all|survey|kernels|sentinel|isolation|profile] [--repeats R] [--replays N] "
-               "[--victim fp16|fp32] [--json PATH]\n",
+               "[--victim fp16|fp32[:lease|none|library]] [--json PATH]\n",
                why.c_str());
   std::exit(2);
 }
@@ -73,7 +73,6 @@ options parse(int argc, char** argv) {
     else
       usage("unexpected argument: " + a);
   }
-  if (o.victim != "fp16" && o.victim != "fp32") usage("--victim takes fp16 or fp32");
   return o;
 }
 
@@ -143,13 +142,10 @@ std::string self_path() {
 }
 
 int run(const options& o) {
-  const victim_config config{o.victim == "fp16" ? gemm_compute::fp16 : gemm_compute::fp32,
-                             carveout_hint::none};
+  const victim_config config = parse_victim(o.victim);
   if (o.child == "driver-only") return child_driver_only();
   if (o.child.rfind("measure:", 0) == 0) {
-    const bool fp16 = o.child == "measure:fp16";
-    return child_measure(o.ordinal, {fp16 ? gemm_compute::fp16 : gemm_compute::fp32}, 20,
-                         o.replays);
+    return child_measure(o.ordinal, parse_victim(o.child.substr(8)), 20, o.replays);
   }
   const coolbench::telemetry::gpu_telemetry telemetry(o.ordinal);
   const auto& id = telemetry.identity();
@@ -175,7 +171,7 @@ int run(const options& o) {
     all.insert(all.end(), figures.begin(), figures.end());
   };
   part("survey", [&] { return survey_victims(b); });
-  part("kernels", [&] { return per_kernel(b); });
+  part("kernels", [&] { return per_kernel(b, config); });
   part("sentinel", [&] { return sentinel_sizes(b); });
   part("isolation", [&] { return isolation_table(b, config); });
   // For a profiler (ncu): one eager pass clean, the disturbance, one eager pass; no figures.

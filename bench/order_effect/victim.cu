@@ -116,7 +116,30 @@ std::string describe(const victim_config& c) {
       c.compute == gemm_compute::fp16 ? "fp16-accumulate GEMMs" : "fp32-accumulate GEMMs";
   if (c.carveout == carveout_hint::own_kernels) s += ", max-L1 hint on its own kernels";
   if (c.carveout == carveout_hint::all_kernels) s += ", max-L1 hint on every kernel";
+  if (c.workspace == blas_workspace::none) s += ", no cuBLAS workspace";
+  if (c.workspace == blas_workspace::library) s += ", cuBLAS's own workspace";
   return s;
+}
+
+victim_config parse_victim(const std::string& spec) {
+  victim_config c;
+  const auto colon = spec.find(':');
+  const std::string gemms = spec.substr(0, colon);
+  const std::string work = colon == std::string::npos ? "lease" : spec.substr(colon + 1);
+  if (gemms != "fp16" && gemms != "fp32") throw coolbench::error("victim GEMMs: fp16 or fp32");
+  c.compute = gemms == "fp16" ? gemm_compute::fp16 : gemm_compute::fp32;
+  if (work == "lease") c.workspace = blas_workspace::lease;
+  else if (work == "none") c.workspace = blas_workspace::none;
+  else if (work == "library") c.workspace = blas_workspace::library;
+  else throw coolbench::error("victim workspace: lease, none or library");
+  return c;
+}
+
+std::string to_spec(const victim_config& c) {
+  const char* work = c.workspace == blas_workspace::lease  ? "lease"
+                     : c.workspace == blas_workspace::none ? "none"
+                                                           : "library";
+  return std::string(c.compute == gemm_compute::fp16 ? "fp16:" : "fp32:") + work;
 }
 
 namespace {
@@ -172,7 +195,10 @@ victim::victim(dev::lease& lease, const victim_config& config)
   m_owned.push_back(
       lease.adopt(dev::resource_kind::blas_handle, [handle] { cublasDestroy(handle); }));
   COOLBENCH_CUBLAS_CALL(cublasSetStream(handle, m_stream));
-  COOLBENCH_CUBLAS_CALL(cublasSetWorkspace(handle, m_buffers[workspace].get(), workspace_bytes));
+  if (config.workspace == blas_workspace::lease)
+    COOLBENCH_CUBLAS_CALL(cublasSetWorkspace(handle, m_buffers[workspace].get(), workspace_bytes));
+  if (config.workspace == blas_workspace::none)
+    COOLBENCH_CUBLAS_CALL(cublasSetWorkspace(handle, nullptr, 0));
   build_graph();
 }
 

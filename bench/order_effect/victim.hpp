@@ -25,11 +25,20 @@ enum class gemm_compute { fp16, fp32 };
 /// (cudaFuncAttributePreferredSharedMemoryCarveout = 0) before capture.
 enum class carveout_hint { none, own_kernels, all_kernels };
 
+/// cuBLAS's workspace: `lease` 32 MiB from the lease (bench/release's victim),
+/// `none` (no split-K), `library` cuBLAS's own (the reference program's: it
+/// sets none, so cuBLAS allocates it, outside the lease).
+enum class blas_workspace { lease, none, library };
+
 struct victim_config {
   gemm_compute compute = gemm_compute::fp16;
   carveout_hint carveout = carveout_hint::none;
+  blas_workspace workspace = blas_workspace::lease;
 };
 [[nodiscard]] std::string describe(const victim_config& c);
+/// "fp16:none" -> GEMMs, workspace (lease, none or library); throws on anything else.
+[[nodiscard]] victim_config parse_victim(const std::string& spec);
+[[nodiscard]] std::string to_spec(const victim_config& c);
 
 /// One kernel node of the victim's graph.
 struct kernel_info {
