@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <optional>
 
+#include "coolbench/measure/hidden_state.hpp"
+#include "coolbench/telemetry.hpp"
 #include "core/cuda_check.hpp"
+#include "measure/detail/sentinel.hpp"
 #include "measure/detail/sentinel_kernel.hpp"
 
 namespace order_effect {
@@ -28,11 +31,11 @@ const char* name_of(disturbance d) {
   }
   return "?";
 }
-void disturb(dev::lease& lease, disturbance d) {
-  if (d == disturbance::gemms) disturb_with_gemms(lease);
-  if (d == disturbance::shared_200) disturb_with_shared_memory(lease, 200);
-  if (d == disturbance::shared_100) disturb_with_shared_memory(lease, 100);
-  if (d == disturbance::shared_48) disturb_with_shared_memory(lease, 48);
+void disturb(dev::lease& lease, disturbance d, disturb_stream where) {
+  if (d == disturbance::gemms) disturb_with_gemms(lease, where);
+  if (d == disturbance::shared_200) disturb_with_shared_memory(lease, 200, where);
+  if (d == disturbance::shared_100) disturb_with_shared_memory(lease, 100, where);
+  if (d == disturbance::shared_48) disturb_with_shared_memory(lease, 48, where);
 }
 
 /// Adds `value` to the figure (table, row, column), creating it on first use.
@@ -82,23 +85,35 @@ std::vector<figure> survey_victims(bench_context& b) {
   using g = gemm_compute;
   using h = carveout_hint;
   using w = blas_workspace;
-  const victim_config configs[] = {
-      {g::fp16, h::none, w::lease},        {g::fp32, h::none, w::lease},
-      {g::fp16, h::none, w::none},         {g::fp32, h::none, w::none},
-      {g::fp16, h::none, w::library},      {g::fp16, h::own_kernels, w::none},
-      {g::fp16, h::all_kernels, w::none},  {g::fp16, h::all_kernels, w::lease}};
+  using s = victim_stream;
+  using d = disturb_stream;
+  // Run on the GPU, 2026-12-04 (docs/perf/hidden-state.md): fp16/fp32 GEMMs, each cuBLAS
+  // workspace, the lease's or a blocking stream, disturbed on the lease's or the legacy stream,
+  // with and without max-L1 hints: none slowed. Left here: the disturbance done as the
+  // reference program does it (raw), against the lease's.
+  const std::pair<victim_config, disturb_stream> configs[] = {
+      {{g::fp16, h::none, w::lease, s::blocking}, d::raw},
+      {{g::fp16, h::none, w::library, s::blocking}, d::raw},
+      {{g::fp16, h::none, w::lease, s::lease}, d::raw},
+      {{g::fp16, h::none, w::lease, s::blocking}, d::legacy}};
   std::vector<figure> out;
   for (int r = 0; r < b.repeats; ++r) {
-    for (const auto& c : configs) {
+    for (const auto& [c, where] : configs) {
       (void)release_device(b);
       auto lease = b.gpu.acquire();
       victim v(lease, c);
-      if (r == 0) print_kernels(c, v.kernels());
-      add(out, "victims", describe(c), "clean", v.median_ms(b.warmups, b.replays));
-      disturb_with_gemms(lease);
-      add(out, "victims", describe(c), "after the bf16 GEMMs", v.median_ms(b.warmups, b.replays));
-      disturb_with_shared_memory(lease, 200);
-      add(out, "victims", describe(c), "after GEMMs + 200 KB", v.median_ms(b.warmups, b.replays));
+      if (r == 0 && c.compute == g::fp32) print_kernels(c, v.kernels());
+      const std::string row =
+          describe(c) + (where == d::legacy ? ", disturbed on the legacy stream"
+                         : where == d::raw  ? ", disturbed as the reference does"
+                                            : ", disturbed on the lease's stream");
+      add(out, "victims", row, "clean", v.median_ms(b.warmups, b.replays));
+      disturb_with_gemms(lease, where);
+      add(out, "victims", row, "after the bf16 GEMMs", v.median_ms(b.warmups, b.replays));
+      (void)dev::touch_from_another_process(lease.ordinal());
+      add(out, "victims", row, "after a touch", v.median_ms(b.warmups, b.replays));
+      disturb_with_shared_memory(lease, 200, where);
+      add(out, "victims", row, "after 200 KB", v.median_ms(b.warmups, b.replays));
     }
   }
   (void)release_device(b);
@@ -116,7 +131,7 @@ std::vector<figure> per_kernel(bench_context& b, const victim_config& config) {
       auto lease = b.gpu.acquire();
       victim v(lease, c);
       for (const auto& [label, ms] : v.per_kernel_ms(50)) add(out, table, label, "clean", ms);
-      disturb_with_gemms(lease);
+      disturb_with_gemms(lease, b.disturb_on);
       for (const auto& [label, ms] : v.per_kernel_ms(50)) add(out, table, label, "disturbed", ms);
     }
   }
@@ -150,7 +165,7 @@ std::vector<figure> sentinel_sizes(bench_context& b) {
       };
       const std::string row = std::to_string(kib) + " KiB table";
       add(out, "sentinel table size", row, "clean", median());
-      disturb_with_gemms(lease);
+      disturb_with_gemms(lease, b.disturb_on);
       add(out, "sentinel table size", row, "after the bf16 GEMMs", median());
       (void)dev::touch_from_another_process(lease.ordinal());
       add(out, "sentinel table size", row, "after a touch", median());
@@ -178,22 +193,22 @@ void isolation_repeat(bench_context& b, const victim_config& c, disturbance d,
       add(out, table, row, column, v->median_ms(b.warmups, b.replays));
     };
     measure("clean");
-    disturb(lease, d);
+    disturb(lease, d, b.disturb_on);
     measure("none");
     if (control) return;
     add(out, "cost", "touch", "s", dev::touch_from_another_process(lease.ordinal()), "s");
     measure("touch");
-    disturb(lease, d);
+    disturb(lease, d, b.disturb_on);
     (void)run_command(b.self + " --child-driver-only");
     measure("driver-only child");
-    disturb(lease, d);
+    disturb(lease, d, b.disturb_on);
     run_max_l1_kernel(lease);
     measure("max-L1 kernel");
-    disturb(lease, d);
+    disturb(lease, d, b.disturb_on);
     v.reset();
     v.emplace(lease, c);
     measure("rebuilt, same context");
-    disturb(lease, d);
+    disturb(lease, d, b.disturb_on);
   }
   const auto start = steady::now();
   (void)release_device(b);
@@ -202,7 +217,7 @@ void isolation_repeat(bench_context& b, const victim_config& c, disturbance d,
     victim v(lease, c);
     add(out, "cost", "release + re-acquire + rebuild", "s", seconds_since(start), "s");
     add(out, table, row, "release", v.median_ms(b.warmups, b.replays));
-    disturb(lease, d);
+    disturb(lease, d, b.disturb_on);
   }
   const auto spawned = steady::now();
   const std::string answer = run_command(b.self + " --child-measure " +
@@ -225,12 +240,53 @@ std::vector<figure> isolation_table(bench_context& b, const victim_config& c) {
   return out;
 }
 
+std::vector<figure> detection_trials(bench_context& b, int trials) {
+  namespace cm = coolbench::measure;
+  const coolbench::telemetry::gpu_telemetry telemetry(b.gpu.ordinal());
+  auto sensors = [&] {
+    const auto s = telemetry.read(coolbench::telemetry::read_scope::fast);
+    cm::sensor_reading r;
+    if (s.temp_gpu_c.ok()) r.temp_c = s.temp_gpu_c.value;
+    if (s.clock_sm_mhz.ok()) r.sm_clock_mhz = s.clock_sm_mhz.value;
+    if (s.clock_reasons.ok()) r.clock_reasons = s.clock_reasons.value;
+    return r;
+  };
+  std::vector<figure> out;
+  cm::detail::sentinel sentinel(b.gpu.ordinal());
+  for (int t = 0; t < trials; ++t) {
+    (void)release_device(b);
+    std::vector<double> medians;
+    for (int i = 0; i < 5; ++i) medians.push_back(sentinel.check_ms());
+    const auto calibration = cm::calibrate_sentinel(medians, sensors());
+    add(out, "detection", "calibration", "sentinel", calibration.median_ms);
+    add(out, "detection", "calibration", "noise", calibration.noise, "");
+    auto trial = [&](const char* row) {
+      const auto c = cm::judge_sentinel(calibration, sentinel.check_ms(), sensors(), row);
+      std::printf("trial %d, %s: %s\n", t + 1, row, c.summary().c_str());
+      std::fflush(stdout);
+      add(out, "detection", row, "sentinel", c.median_ms);
+      add(out, "detection", row, "shift", c.shift, "");
+      add(out, "detection", row, "flagged", c.hidden_state() ? 1 : 0, "");
+    };
+    trial("clean");
+    {
+      auto lease = b.gpu.acquire();
+      disturb_with_gemms(lease, b.disturb_on);
+    }
+    trial("after the bf16 GEMMs");
+    (void)dev::touch_from_another_process(b.gpu.ordinal());
+    trial("after a touch");
+  }
+  (void)release_device(b);
+  return out;
+}
+
 void profile_passes(bench_context& b, const victim_config& c) {
   (void)release_device(b);
   auto lease = b.gpu.acquire();
   victim v(lease, c);
   (void)v.per_kernel_ms(1);
-  disturb_with_gemms(lease);
+  disturb_with_gemms(lease, b.disturb_on);
   (void)v.per_kernel_ms(1);
 }
 

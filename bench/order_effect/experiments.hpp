@@ -26,6 +26,7 @@ struct bench_context {
   int repeats = 5;
   bool forced = false;  ///< a release was refused once: force from then on
   std::string refusal;
+  disturb_stream disturb_on = disturb_stream::legacy;
 };
 
 /// Releases (forcing after a refusal) and returns the wall seconds.
@@ -40,6 +41,10 @@ std::vector<figure> per_kernel(bench_context& b, const victim_config& config);
 std::vector<figure> sentinel_sizes(bench_context& b);
 /// Disturbance x isolation, side by side, with each isolation's cost.
 std::vector<figure> isolation_table(bench_context& b, const victim_config& config);
+
+/// The protocol's sentinel (src/measure) in `trials` trials: each a release, a calibration
+/// of 5 checks, one check clean and one after the bf16 GEMMs, judged by judge_sentinel.
+std::vector<figure> detection_trials(bench_context& b, int trials);
 
 /// One eager pass of the victim clean, the bf16 GEMMs, one eager pass: for ncu.
 void profile_passes(bench_context& b, const victim_config& config);

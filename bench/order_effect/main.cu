@@ -5,8 +5,10 @@
 // release + re-acquire, touch (another process makes a context and exits), a fresh
 // process. Every figure is the median over --repeats repeats, each itself the median of
 // the replays.
-//   order_effect [--ordinal N] [--part all|survey|kernels|sentinel|isolation|profile]
-//                [--repeats R] [--replays N] [--victim fp16|fp32[:lease|none|library]] [--json PATH]
+//   order_effect [--ordinal N] [--part all|survey|kernels|sentinel|isolation|detect|profile]
+//                [--repeats R] [--replays N] [--victim
+//                fp16|fp32[:lease|none|library[:lease|blocking]]] [--disturb-on legacy|lease|raw]
+//                [--json PATH]
 #include <cuda_runtime.h>
 
 #include <unistd.h>
@@ -32,17 +34,20 @@ struct options {
   std::string part = "all";
   int repeats = 5;
   int replays = 200;
-  std::string victim = "fp16:none";
+  std::string victim = "fp16:lease:blocking";
   std::string json_path;
   std::string child;
+  std::string disturb_on = "legacy";
 };
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "order_effect: %s\nusage: order_effect [--ordinal N] "
-               "[--part all|survey|kernels|sentinel|isolation|profile] [--repeats R] [--replays N] "
-               "[--victim fp16|fp32[:lease|none|library]] [--json PATH]\n",
-               why.c_str());
+  std::fprintf(
+      stderr,
+      "order_effect: %s\nusage: order_effect [--ordinal N] "
+      "[--part all|survey|kernels|sentinel|isolation|detect|profile] [--repeats R] [--replays N] "
+      "[--victim fp16|fp32[:lease|none|library[:lease|blocking]]] [--disturb-on legacy|lease|raw] "
+      "[--json PATH]\n",
+      why.c_str());
   std::exit(2);
 }
 
@@ -66,6 +71,8 @@ options parse(int argc, char** argv) {
       o.victim = value();
     else if (a == "--json")
       o.json_path = value();
+    else if (a == "--disturb-on")
+      o.disturb_on = value();
     else if (a == "--child-measure")
       o.child = "measure:" + value();
     else if (a == "--child-driver-only")
@@ -112,7 +119,14 @@ void print_tables(const std::vector<figure>& figures) {
           std::printf(" |");
           continue;
         }
-        const double m = median(it->second->values);
+        const auto& values = it->second->values;
+        if (c == "flagged") {  // a count, not a figure
+          int flagged = 0;
+          for (const double v : values) flagged += v > 0 ? 1 : 0;
+          std::printf(" %d of %zu |", flagged, values.size());
+          continue;
+        }
+        const double m = median(values);
         std::printf(" %.4f %s", m, it->second->unit.c_str());
         if (c != cols[0] && first != cell.end() && it->second->unit == "ms")
           std::printf(" (%+.1f %%)", 100.0 * (m / median(first->second->values) - 1));
@@ -143,6 +157,8 @@ std::string self_path() {
 
 int run(const options& o) {
   const victim_config config = parse_victim(o.victim);
+  if (o.disturb_on != "legacy" && o.disturb_on != "lease" && o.disturb_on != "raw")
+    usage("--disturb-on takes legacy, lease or raw");
   if (o.child == "driver-only") return child_driver_only();
   if (o.child.rfind("measure:", 0) == 0) {
     return child_measure(o.ordinal, parse_victim(o.child.substr(8)), 20, o.replays);
@@ -161,7 +177,10 @@ int run(const options& o) {
                   .replays = o.replays,
                   .repeats = o.repeats,
                   .forced = false,
-                  .refusal = {}};
+                  .refusal = {},
+                  .disturb_on = o.disturb_on == "lease"    ? disturb_stream::lease
+                                : o.disturb_on == "legacy" ? disturb_stream::legacy
+                                                           : disturb_stream::raw};
   std::vector<figure> all;
   auto part = [&](const char* name, auto&& fn) {
     if (o.part != "all" && o.part != name) return;
@@ -174,6 +193,7 @@ int run(const options& o) {
   part("kernels", [&] { return per_kernel(b, config); });
   part("sentinel", [&] { return sentinel_sizes(b); });
   part("isolation", [&] { return isolation_table(b, config); });
+  part("detect", [&] { return detection_trials(b, 10); });
   // For a profiler (ncu): one eager pass clean, the disturbance, one eager pass; no figures.
   if (o.part == "profile") profile_passes(b, config);
   const auto end = telemetry.read(coolbench::telemetry::read_scope::fast);

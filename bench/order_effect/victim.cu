@@ -118,20 +118,35 @@ std::string describe(const victim_config& c) {
   if (c.carveout == carveout_hint::all_kernels) s += ", max-L1 hint on every kernel";
   if (c.workspace == blas_workspace::none) s += ", no cuBLAS workspace";
   if (c.workspace == blas_workspace::library) s += ", cuBLAS's own workspace";
+  if (c.stream == victim_stream::blocking) s += ", blocking stream";
   return s;
 }
 
 victim_config parse_victim(const std::string& spec) {
   victim_config c;
-  const auto colon = spec.find(':');
-  const std::string gemms = spec.substr(0, colon);
-  const std::string work = colon == std::string::npos ? "lease" : spec.substr(colon + 1);
+  std::vector<std::string> parts;
+  for (std::size_t from = 0;;) {
+    const auto colon = spec.find(':', from);
+    parts.push_back(spec.substr(from, colon - from));
+    if (colon == std::string::npos) break;
+    from = colon + 1;
+  }
+  const std::string gemms = parts[0];
+  const std::string work = parts.size() > 1 ? parts[1] : "lease";
+  const std::string stream = parts.size() > 2 ? parts[2] : "lease";
+  if (stream != "lease" && stream != "blocking")
+    throw coolbench::error("victim stream: lease or blocking");
+  c.stream = stream == "lease" ? victim_stream::lease : victim_stream::blocking;
   if (gemms != "fp16" && gemms != "fp32") throw coolbench::error("victim GEMMs: fp16 or fp32");
   c.compute = gemms == "fp16" ? gemm_compute::fp16 : gemm_compute::fp32;
-  if (work == "lease") c.workspace = blas_workspace::lease;
-  else if (work == "none") c.workspace = blas_workspace::none;
-  else if (work == "library") c.workspace = blas_workspace::library;
-  else throw coolbench::error("victim workspace: lease, none or library");
+  if (work == "lease")
+    c.workspace = blas_workspace::lease;
+  else if (work == "none")
+    c.workspace = blas_workspace::none;
+  else if (work == "library")
+    c.workspace = blas_workspace::library;
+  else
+    throw coolbench::error("victim workspace: lease, none or library");
   return c;
 }
 
@@ -139,7 +154,8 @@ std::string to_spec(const victim_config& c) {
   const char* work = c.workspace == blas_workspace::lease  ? "lease"
                      : c.workspace == blas_workspace::none ? "none"
                                                            : "library";
-  return std::string(c.compute == gemm_compute::fp16 ? "fp16:" : "fp32:") + work;
+  return std::string(c.compute == gemm_compute::fp16 ? "fp16:" : "fp32:") + work +
+         (c.stream == victim_stream::blocking ? ":blocking" : ":lease");
 }
 
 namespace {
@@ -160,6 +176,12 @@ enum buffer_index : std::size_t {
 
 victim::victim(dev::lease& lease, const victim_config& config)
     : m_lease(lease), m_config(config), m_stream(lease.stream()) {
+  if (config.stream == victim_stream::blocking) {
+    cudaStream_t own = nullptr;
+    COOLBENCH_CUDA_CALL(cudaStreamCreate(&own));
+    m_stream = own;
+    m_owned.push_back(lease.adopt(dev::resource_kind::stream, [own] { cudaStreamDestroy(own); }));
+  }
   const std::size_t weights[4] = {std::size_t{hidden} * 3 * hidden, std::size_t{hidden} * hidden,
                                   std::size_t{hidden} * 4 * hidden,
                                   std::size_t{4} * hidden * hidden};
@@ -392,10 +414,39 @@ std::vector<std::pair<std::string, double>> victim::per_kernel_ms(int passes) {
   return out;
 }
 
-void disturb_with_gemms(dev::lease& lease) {
+namespace {
+
+void raw_gemms() {
   constexpr int n = 8192;
   constexpr std::size_t elements = std::size_t{n} * n;
-  cudaStream_t stream = lease.stream();
+  void* m[3] = {};
+  for (void*& p : m) COOLBENCH_CUDA_CALL(cudaMalloc(&p, elements * sizeof(__nv_bfloat16)));
+  fill<__nv_bfloat16>(m[0], elements, 9001, 1.0f, nullptr);
+  fill<__nv_bfloat16>(m[1], elements, 9002, 1.0f, nullptr);
+  cublasHandle_t handle = nullptr;
+  COOLBENCH_CUBLAS_CALL(cublasCreate(&handle));
+  const float one = 1.0f;
+  const float zero = 0.0f;
+  for (int i = 0; i < 3; ++i) {
+    COOLBENCH_CUBLAS_CALL(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, m[0],
+                                       CUDA_R_16BF, n, m[1], CUDA_R_16BF, n, &zero, m[2],
+                                       CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+  COOLBENCH_CUDA_CALL(cudaDeviceSynchronize());
+  COOLBENCH_CUBLAS_CALL(cublasDestroy(handle));
+  for (void* p : m) COOLBENCH_CUDA_CALL(cudaFree(p));
+}
+
+}  // namespace
+
+void disturb_with_gemms(dev::lease& lease, disturb_stream where) {
+  if (where == disturb_stream::raw) {
+    raw_gemms();
+    return;
+  }
+  constexpr int n = 8192;
+  constexpr std::size_t elements = std::size_t{n} * n;
+  cudaStream_t stream = where == disturb_stream::lease ? lease.stream() : nullptr;
   const auto a = lease.allocate(elements * sizeof(__nv_bfloat16));
   const auto b = lease.allocate(elements * sizeof(__nv_bfloat16));
   const auto c = lease.allocate(elements * sizeof(__nv_bfloat16));
@@ -418,16 +469,29 @@ void disturb_with_gemms(dev::lease& lease) {
   COOLBENCH_CUDA_CALL(cudaStreamSynchronize(stream));
 }
 
-void disturb_with_shared_memory(dev::lease& lease, int kib) {
+void disturb_with_shared_memory(dev::lease& lease, int kib, disturb_stream where) {
+  cudaStream_t stream = where == disturb_stream::lease ? lease.stream() : nullptr;
   const int bytes = kib * 1024;
+  if (where == disturb_stream::raw) {
+    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(reinterpret_cast<const void*>(&shared_memory_kernel),
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    float* out = nullptr;
+    COOLBENCH_CUDA_CALL(cudaMalloc(&out, 4096));
+    shared_memory_kernel<<<sm_count(lease.ordinal()), 256, static_cast<std::size_t>(bytes)>>>(
+        out, bytes / 4);
+    COOLBENCH_CUDA_CALL(cudaGetLastError());
+    COOLBENCH_CUDA_CALL(cudaDeviceSynchronize());
+    COOLBENCH_CUDA_CALL(cudaFree(out));
+    return;
+  }
   lease.set_kernel_attribute(reinterpret_cast<const void*>(&shared_memory_kernel),
                              dev::kernel_attribute::max_dynamic_shared_memory_bytes, bytes);
   const int sms = sm_count(lease.ordinal());
   const auto out = lease.allocate(static_cast<std::size_t>(sms) * sizeof(float));
-  shared_memory_kernel<<<sms, 256, static_cast<std::size_t>(bytes), lease.stream()>>>(
+  shared_memory_kernel<<<sms, 256, static_cast<std::size_t>(bytes), stream>>>(
       static_cast<float*>(out.get()), bytes / 4);
   COOLBENCH_CUDA_CALL(cudaGetLastError());
-  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(lease.stream()));
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(stream));
 }
 
 void run_max_l1_kernel(dev::lease& lease) {

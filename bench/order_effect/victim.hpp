@@ -30,13 +30,20 @@ enum class carveout_hint { none, own_kernels, all_kernels };
 /// sets none, so cuBLAS allocates it, outside the lease).
 enum class blas_workspace { lease, none, library };
 
+/// The victim's stream: the lease's (non-blocking, as bench/release's victim) or
+/// one made with cudaStreamCreate, which synchronises with the legacy default
+/// stream (the reference program's).
+enum class victim_stream { lease, blocking };
+
 struct victim_config {
   gemm_compute compute = gemm_compute::fp16;
   carveout_hint carveout = carveout_hint::none;
   blas_workspace workspace = blas_workspace::lease;
+  victim_stream stream = victim_stream::lease;
 };
 [[nodiscard]] std::string describe(const victim_config& c);
-/// "fp16:none" -> GEMMs, workspace (lease, none or library); throws on anything else.
+/// "fp16:none:blocking" -> GEMMs, workspace (lease, none or library), stream (lease or
+/// blocking); throws on anything else.
 [[nodiscard]] victim_config parse_victim(const std::string& spec);
 [[nodiscard]] std::string to_spec(const victim_config& c);
 
@@ -83,10 +90,17 @@ class victim {
   std::vector<kernel_info> m_kernels;
 };
 
+/// Where a disturbance runs: the lease's stream, or the legacy default stream
+/// (stream 0, the reference program's).
+/// `raw`: the legacy stream with memory from cudaMalloc, freed with cudaFree
+/// afterwards, and a cuBLAS handle with its own workspace (as the reference
+/// program does it), outside the lease.
+enum class disturb_stream { lease, legacy, raw };
+
 /// Three bf16 8192^3 cublasGemmEx on random data; memory and handle dropped afterwards.
-void disturb_with_gemms(dev::lease& lease);
+void disturb_with_gemms(dev::lease& lease, disturb_stream where);
 /// One kernel with `kib` KiB of dynamic shared memory on every SM.
-void disturb_with_shared_memory(dev::lease& lease, int kib);
+void disturb_with_shared_memory(dev::lease& lease, int kib, disturb_stream where);
 /// One tiny kernel that asks for the largest L1 (carveout 0).
 void run_max_l1_kernel(dev::lease& lease);
 

@@ -41,12 +41,18 @@ std::string sensor_change(const sensor_reading& then, const sensor_reading& now,
                           const sentinel_policy& policy) {
   std::string out;
   auto add = [&out](const std::string& what) { out += (out.empty() ? "" : ", ") + what; };
-  if (then.temp_c && now.temp_c &&
-      std::abs(*now.temp_c - *then.temp_c) > policy.temp_tolerance_c) {
+  if (then.temp_c && now.temp_c && std::abs(*now.temp_c - *then.temp_c) > policy.temp_tolerance_c) {
     add("temperature " + std::to_string(*then.temp_c) + " -> " + std::to_string(*now.temp_c) +
         " C");
   }
-  if (then.sm_clock_mhz && now.sm_clock_mhz && *then.sm_clock_mhz > 0) {
+  // An idle GPU reads a low SM clock on purpose (345 MHz on the H200): a clock is compared only
+  // between two readings of a busy GPU.
+  const auto idle = [](const sensor_reading& r) {
+    return r.clock_reasons &&
+           (*r.clock_reasons & static_cast<std::uint64_t>(telemetry::clock_reason::gpu_idle)) != 0;
+  };
+  if (then.sm_clock_mhz && now.sm_clock_mhz && *then.sm_clock_mhz > 0 && !idle(then) &&
+      !idle(now)) {
     const double ratio = static_cast<double>(*now.sm_clock_mhz) / *then.sm_clock_mhz;
     if (std::abs(ratio - 1) > policy.clock_tolerance) {
       add("SM clock " + std::to_string(*then.sm_clock_mhz) + " -> " +
@@ -104,8 +110,7 @@ sentinel_check judge_sentinel(const sentinel_calibration& calibration, double me
 std::string sentinel_check::summary() const {
   std::string s;
   if (!moved) {
-    s = "sentinel " + percent(shift) + ", within its noise (" +
-        percent(threshold).substr(1) + ")";
+    s = "sentinel " + percent(shift) + ", within its noise (" + percent(threshold).substr(1) + ")";
   } else if (sensors_unchanged) {
     s = "hidden state: sentinel " + percent(shift) + ", sensors unchanged";
   } else {
@@ -117,10 +122,10 @@ std::string sentinel_check::summary() const {
 
 std::string hidden_state_record::summary() const {
   for (const auto& c : checks) {
-    if (c.hidden_state()) return c.where + ": " + c.summary();
+    if (c.hidden_state()) return c.summary() + " (" + c.where + ")";
   }
-  return "sentinel steady (" + std::to_string(checks.size()) + " checks, isolation " +
-         to_string(applied) + ")";
+  return "hidden state: none seen, the sentinel within its noise in " +
+         std::to_string(checks.size()) + " checks (isolation " + to_string(applied) + ")";
 }
 
 }  // namespace coolbench::measure

@@ -12,7 +12,8 @@
 namespace coolbench::measure {
 namespace {
 
-const sensor_reading nominal{40, 1980, static_cast<std::uint64_t>(telemetry::clock_reason::gpu_idle)};
+const sensor_reading nominal{40, 1980, 0};
+const auto idle_bit = static_cast<std::uint64_t>(telemetry::clock_reason::gpu_idle);
 
 /// A calibration from 5 checks spread ±0.3 % around 0.040 ms.
 sentinel_calibration clean() {
@@ -87,8 +88,8 @@ TEST(HiddenState, ATemperatureStepAndAPowerCapAreSensorChanges) {
 }
 
 TEST(HiddenState, IdleBitAndSmallDriftAreNotSensorChanges) {
-  sensor_reading busy{44, 1980, 0};  // the idle bit went, 4 C warmer: no change that matters
-  EXPECT_TRUE(judge_sentinel(clean(), 0.0437, busy, "x").hidden_state());
+  sensor_reading idle{44, 345, idle_bit};  // idle, at the idle clock, 4 C warmer
+  EXPECT_TRUE(judge_sentinel(clean(), 0.0437, idle, "x").hidden_state());
   sensor_reading unknown{};  // readings missing: nothing to compare, nothing changed
   EXPECT_TRUE(judge_sentinel(clean(), 0.0437, unknown, "x").sensors_unchanged);
 }
@@ -117,9 +118,10 @@ TEST(HiddenState, RecordSummaryNamesTheFirstHiddenState) {
   r.calibration = clean();
   r.applied = isolation::touch;
   r.checks.push_back(judge_sentinel(r.calibration, 0.0401, nominal, "start"));
-  EXPECT_EQ(r.summary(), "sentinel steady (1 checks, isolation touch)");
+  EXPECT_EQ(r.summary(),
+            "hidden state: none seen, the sentinel within its noise in 1 checks (isolation touch)");
   r.checks.push_back(judge_sentinel(r.calibration, 0.04368, nominal, "after the run"));
-  EXPECT_EQ(r.summary(), "after the run: hidden state: sentinel +9.2 %, sensors unchanged");
+  EXPECT_EQ(r.summary(), "hidden state: sentinel +9.2 %, sensors unchanged (after the run)");
 }
 
 TEST(HiddenState, IsolationNames) {

@@ -129,6 +129,9 @@ struct protocol_options {
   // rel_ci (more contexts are added until it does, or a limit stops the run).
   int contexts = 1;
   int context_min_samples = 30;
+  // Hidden state (docs/measure.md, "Hidden state"): what clears it at the start of a run, between
+  // a kept context's bursts, and before a burst whose sentinel moved.
+  measure::isolation isolation = measure::isolation::touch;
 
   std::uint64_t seed = 1;  ///< for the bootstrap
 };
