@@ -9,8 +9,12 @@
 #include "coolbench/core/clock.hpp"
 #include "coolbench/core/error.hpp"
 #include "coolbench/device/device.hpp"
+#include "coolbench/measure/isolation.hpp"
 #include "coolbench/measure/protocol.hpp"
 #include "coolbench/telemetry/sampler.hpp"
+#ifdef COOLBENCH_MEASURE_HAVE_CUDA
+#include "measure/detail/sentinel.hpp"
+#endif
 
 namespace coolbench::measure {
 namespace {
@@ -42,6 +46,9 @@ class gpu_environment final : public host_environment {
         m_ordinal(ordinal),
         m_release(release),
         m_telemetry(ordinal),
+#ifdef COOLBENCH_MEASURE_HAVE_CUDA
+        m_sentinel(ordinal),
+#endif
         // The throttle time counters every 200 ms rather than every second:
         // they end cold-mode bursts (about 1.2 ms of CPU a second).
         m_sampler(telemetry::make_gpu_source(ordinal),
@@ -84,6 +91,21 @@ class gpu_environment final : public host_environment {
 
   bool resets_context() const override { return m_release != context_release::keep; }
 
+  std::optional<double> sentinel_ms() override {
+#ifdef COOLBENCH_MEASURE_HAVE_CUDA
+    return m_sentinel.check_ms();
+#else
+    return std::nullopt;
+#endif
+  }
+
+  std::string isolate(isolation how) override {
+    // A kept context is never reset: the framework that holds it would not survive.
+    if (how == isolation::release && m_release == context_release::keep) return {};
+    if (how == isolation::process) return {};  // the caller's: a process per workload
+    return measure::isolate(how, m_ordinal);
+  }
+
   std::string release_device() override {
     if (m_release == context_release::keep) {
       return "release: none, the context is kept (release keep: the measured code's framework "
@@ -112,6 +134,9 @@ class gpu_environment final : public host_environment {
   int m_ordinal;
   context_release m_release;
   telemetry::gpu_telemetry m_telemetry;
+#ifdef COOLBENCH_MEASURE_HAVE_CUDA
+  detail::sentinel m_sentinel;
+#endif
   telemetry::sampler m_sampler;
 };
 

@@ -134,6 +134,10 @@ std::vector<option_spec> make_table() {
       1, 10000, &protocol_options::contexts);
   contexts.derived_default = true;
   t.push_back(std::move(contexts));
+  t.push_back(named("isolation",
+                    "What clears hidden GPU state before a run and between a kept context's "
+                    "bursts: none, release, touch or process",
+                    isolation_names, &protocol_options::isolation, parse_isolation));
   t.push_back(entry("context_min_samples", k::integer, "", "Kept samples a context needs to count",
                     1, most, &protocol_options::context_min_samples));
   t.push_back(entry("level_spacing", k::number, "",

@@ -25,6 +25,10 @@ const name_list<sampling_policy> k_policies = {{"coolbench", sampling_policy::co
                                                {"clock-discard", sampling_policy::clock_discard}};
 const name_list<throttle_action> k_actions = {{"discard", throttle_action::discard},
                                               {"label", throttle_action::label}};
+const name_list<isolation> k_isolations = {{"none", isolation::none},
+                                           {"release", isolation::release},
+                                           {"touch", isolation::touch},
+                                           {"process", isolation::process}};
 
 template <class E>
 std::string name_of(E value, name_list<E> names) {
@@ -56,6 +60,7 @@ E parse_enum(const std::string& text, name_list<E> names, const char* what) {
 std::string to_string(run_mode mode) { return name_of(mode, k_modes); }
 std::string to_string(sampling_policy policy) { return name_of(policy, k_policies); }
 std::string to_string(throttle_action action) { return name_of(action, k_actions); }
+std::string to_string(isolation i) { return name_of(i, k_isolations); }
 run_mode parse_run_mode(const std::string& text) { return parse_enum(text, k_modes, "mode"); }
 sampling_policy parse_sampling_policy(const std::string& text) {
   return parse_enum(text, k_policies, "policy");
@@ -66,6 +71,10 @@ throttle_action parse_throttle_action(const std::string& text) {
 std::vector<std::string> run_mode_names() { return names_of(k_modes); }
 std::vector<std::string> sampling_policy_names() { return names_of(k_policies); }
 std::vector<std::string> throttle_action_names() { return names_of(k_actions); }
+std::vector<std::string> isolation_names() { return names_of(k_isolations); }
+isolation parse_isolation(const std::string& text) {
+  return parse_enum(text, k_isolations, "isolation");
+}
 
 int default_contexts(run_mode mode, sampling_policy policy, bool resets_context) {
   return mode == run_mode::cold && policy == sampling_policy::coolbench && resets_context

@@ -211,6 +211,11 @@ result run_measure(const measure_arguments& a) {
 
   const bool resets = release == measure::context_release::reset;
   for (const auto& [name, value] : a.protocol) {
+    if (name == "isolation" && std::get<std::string>(value) == "process") {
+      throw invalid_argument(
+          "isolation='process' needs each workload in a process of its own, which a call in "
+          "this interpreter cannot give; use isolation='touch' (the default) or 'release'");
+    }
     if (name == "contexts" && std::get<std::int64_t>(value) > 1 && !resets) {
       throw invalid_argument(
           "contexts above 1 needs release='reset' (a new CUDA context for each): with "
@@ -405,6 +410,14 @@ void bind_result(py::module_& m) {
       .def_property_readonly("warnings", [](const result& r) { return r.raw().warnings; })
       .def_property_readonly("workload", [](const result& r) { return r.raw().workload; })
       .def_property_readonly("final_release", [](const result& r) { return r.raw().final_release; })
+      .def_property_readonly(
+          "hidden_state",
+          [](const result& r) -> py::object {
+            if (!r.raw().hidden_state) return py::none();
+            return py::str(r.raw().hidden_state->summary());
+          },
+          "The hidden-state sentinel's line ('hidden state: sentinel +9.3 %, sensors "
+          "unchanged (after the run)'), or None without a sentinel; to_json() has every check")
       .def_property_readonly(
           "latencies_ms",
           [](const result& r) {

@@ -114,7 +114,32 @@ nlohmann::json options_json(const measure::protocol_options& o) {
           {"discard_clock_fraction", o.discard_clock_fraction},
           {"contexts", o.contexts},
           {"context_min_samples", o.context_min_samples},
-          {"level_spacing", o.level_spacing}};
+          {"level_spacing", o.level_spacing},
+          {"isolation", to_string(o.isolation)}};
+}
+
+nlohmann::json hidden_state_json(const std::optional<measure::hidden_state_record>& h) {
+  if (!h) return nullptr;
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& c : h->checks) {
+    checks.push_back({{"where", c.where},
+                      {"median_ms", c.median_ms},
+                      {"shift", c.shift},
+                      {"threshold", c.threshold},
+                      {"moved", c.moved},
+                      {"sensors_unchanged", c.sensors_unchanged},
+                      {"sensor_change", c.sensor_change},
+                      {"hidden_state", c.hidden_state()},
+                      {"action", c.action},
+                      {"summary", c.summary()}});
+  }
+  return {{"summary", h->summary()},
+          {"isolation", to_string(h->applied)},
+          {"calibration_ms", h->calibration.median_ms},
+          {"calibration_noise", h->calibration.noise},
+          {"calibration_checks", h->calibration.checks},
+          {"clearings", h->clearings},
+          {"checks", checks}};
 }
 
 nlohmann::json buckets_json(const std::vector<measure::profile_bucket>& buckets) {
@@ -226,7 +251,8 @@ nlohmann::json to_json(const run_result& r) {
       {"release",
        r.final_release.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.final_release)},
       {"energy_per_run_j", optional_json(r.energy_per_run_j)},
-      {"energy", energy_json(r.energy)}};
+      {"energy", energy_json(r.energy)},
+      {"hidden_state", hidden_state_json(r.hidden_state)}};
   nlohmann::json doc = {{"schema", k_run_schema},     {"complete", r.complete},
                         {"error", r.error},           {"workload", r.workload},
                         {"environment", environment}, {"configuration", options_json(r.options)},
@@ -362,6 +388,7 @@ std::string format_run_summary(const run_result& r) {
                      r.seconds_total, r.seconds_gating, r.bursts, r.pauses, r.releases);
   out += format_energy(r);
   if (!r.final_release.empty()) out += fmt::format("at the end, {}\n", r.final_release);
+  if (r.hidden_state) out += fmt::format("{}\n", r.hidden_state->summary());
   for (const auto& warning : r.warnings) out += fmt::format("warning: {}\n", warning);
   out += fmt::format("stopped: {}{}\n", to_string(r.stop_reason),
                      r.converged || !r.complete ? "" : " (the CI did not reach --rel-ci)");

@@ -61,6 +61,10 @@ class gpu {
   int prepares = 0;
   int releases = 0;
   int device_releases = 0;
+  /// Hidden state (docs/measure.md): set by a workload whose runs leave it, or by a test; a
+  /// release or an isolation clears it. The workload's own latency does not see it.
+  bool hidden_state = false;
+  bool runs_leave_hidden_state = false;
 
   [[nodiscard]] unsigned clock() const {
     double c = m.max_clock;
@@ -213,6 +217,7 @@ class workload final : public measure::workload {
           46);
     }
     ++m_runs;
+    if (m_gpu.runs_leave_hidden_state) m_gpu.hidden_state = true;
     return m_gpu.run();
   }
 
@@ -264,9 +269,32 @@ class environment final : public measure::environment {
       throw cuda_error("cuDevicePrimaryCtxReset failed: CUDA_ERROR_UNKNOWN", 999);
     }
     ++m_gpu.device_releases;
+    m_gpu.hidden_state = false;
     m_gpu.idle_for(80);  // a release costs about 80 ms (docs/perf/release.md)
     return "release: simulated";
   }
+  /// The sentinel: its clean figure, 9.3 % more in hidden state, a ±0.1 % wobble.
+  std::optional<double> sentinel_ms() override {
+    if (!sentinel_clean_ms) return std::nullopt;
+    ++sentinel_checks;
+    const double wobble = 1 + 0.001 * ((sentinel_checks % 3) - 1);
+    m_gpu.idle_for(2);
+    return *sentinel_clean_ms * (m_gpu.hidden_state ? 1.093 : 1.0) * wobble;
+  }
+  std::string isolate(isolation how) override {
+    if (how == isolation::none || how == isolation::process) return {};
+    if (how == isolation::release && keep_context) return {};
+    isolations.push_back(to_string(how));
+    if (!isolation_fails) m_gpu.hidden_state = false;
+    m_gpu.idle_for(how == isolation::touch ? 220 : 80);
+    return "isolation " + to_string(how) + ": simulated";
+  }
+
+  /// The sentinel's clean figure; empty: the environment has no sentinel (the default).
+  std::optional<double> sentinel_clean_ms;
+  int sentinel_checks = 0;
+  std::vector<std::string> isolations;  ///< the isolations done, in order
+  bool isolation_fails = false;         ///< an isolation that leaves the state
   bool interrupted() override { return interrupt_after >= 0 && ++m_polls > interrupt_after; }
 
   /// Report no GPU, as for a workload on the host (the CPU backend).

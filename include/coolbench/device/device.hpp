@@ -238,4 +238,11 @@ class device {
   std::shared_ptr<device_state> m_state;
 };
 
+/// Another process makes a CUDA context on GPU `ordinal` and exits (the bare-context probe,
+/// coolbench-context-probe); this process's context, if any, lives on. In the reference program
+/// of docs/perf/hidden-state.md that cleared the hidden order effect as a context reset did.
+/// Returns the wall time in seconds (about 0.2 s on the H200). Throws error when the probe is
+/// missing or fails.
+double touch_from_another_process(int ordinal);
+
 }  // namespace coolbench::device

@@ -33,18 +33,27 @@ enum class sampling_policy : std::uint8_t { naive, fixed_sleep, clock_discard, c
 
 /// What to do with a sample taken while the GPU was throttled.
 enum class throttle_action : std::uint8_t { discard, label };
+/// What clears hidden state (docs/measure.md, "Hidden state") between workloads and, for a
+/// kept context, between bursts. `none`: nothing. `release`: device::release() and re-acquire
+/// (a context reset). `touch`: another process makes a CUDA context and exits; the context
+/// here lives on, so it also serves a context a framework keeps. `process`: each workload in
+/// a process of its own (`coolbench run` with several workloads).
+enum class isolation : std::uint8_t { none, release, touch, process };
 
 [[nodiscard]] std::string to_string(run_mode mode);
 [[nodiscard]] std::string to_string(sampling_policy policy);
 [[nodiscard]] std::string to_string(throttle_action action);
+[[nodiscard]] std::string to_string(isolation i);
 /// Parse the names above; throw invalid_argument listing the valid ones.
 [[nodiscard]] run_mode parse_run_mode(const std::string& text);
 [[nodiscard]] sampling_policy parse_sampling_policy(const std::string& text);
 [[nodiscard]] throttle_action parse_throttle_action(const std::string& text);
+[[nodiscard]] isolation parse_isolation(const std::string& text);
 /// The valid names, in the order messages list them.
 [[nodiscard]] std::vector<std::string> run_mode_names();
 [[nodiscard]] std::vector<std::string> sampling_policy_names();
 [[nodiscard]] std::vector<std::string> throttle_action_names();
+[[nodiscard]] std::vector<std::string> isolation_names();
 struct protocol_options {
   run_mode mode = run_mode::cold;
   sampling_policy policy = sampling_policy::coolbench;
@@ -124,6 +133,9 @@ struct protocol_options {
   int contexts = 1;
   int context_min_samples = 30;
   double level_spacing = 0.03;
+  // Hidden state (docs/measure.md, "Hidden state"): what clears it at the start of a run, between
+  // a kept context's bursts, and before a burst whose sentinel moved.
+  measure::isolation isolation = measure::isolation::touch;
 
   std::uint64_t seed = 1;  ///< for the bootstrap
 };

@@ -52,6 +52,15 @@ class environment {
   [[nodiscard]] virtual bool resets_context() const { return true; }
   /// True once the user asked to stop (Ctrl-C).
   [[nodiscard]] virtual bool interrupted() = 0;
+  /// One check of the hidden-state sentinel (docs/measure.md, "Hidden state"): its median in
+  /// ms, or empty where the environment has none.
+  [[nodiscard]] virtual std::optional<double> sentinel_ms() { return std::nullopt; }
+  /// Clears hidden state the way `how` says (the workload has released its resources first
+  /// when `how` is release); a line for the report, empty when nothing was done.
+  virtual std::string isolate(isolation how) {
+    (void)how;
+    return {};
+  }
 };
 
 /// What the real environment does when the protocol hands the GPU back.

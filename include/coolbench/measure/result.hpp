@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "coolbench/measure/hidden_state.hpp"
 #include "coolbench/measure/options.hpp"
 #include "coolbench/measure/timing.hpp"
 #include "coolbench/telemetry/gpu.hpp"
@@ -191,6 +192,9 @@ struct run_result {
   std::optional<double> energy_per_run_j;  ///< every steady span pooled (as energy's runs)
   std::optional<energy_figure> energy;     ///< with its uncertainty
   std::optional<profile_result> profile;
+  /// The hidden-state sentinel's calibration and checks; empty where the environment has no
+  /// sentinel (a CPU workload, a baseline policy, a simulated GPU without one).
+  std::optional<hidden_state_record> hidden_state;
 };
 
 }  // namespace coolbench::measure

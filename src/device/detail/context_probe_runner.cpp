@@ -168,4 +168,14 @@ bare_context_figures run_context_probe(int ordinal, const baseline_key& key) {
   return f;
 }
 
+void touch_with_context_probe(int ordinal) {
+  std::string tried;
+  const auto probe = find_context_probe(tried);
+  if (!probe) {
+    throw error(std::string(probe_name) + " was not found (looked at " + tried +
+                "); set COOLBENCH_CONTEXT_PROBE to its path");
+  }
+  (void)run_once(*probe, ordinal, "runtime", "LAZY", false);
+}
+
 }  // namespace coolbench::device::detail

@@ -21,4 +21,9 @@ namespace coolbench::device::detail {
 /// not (no probe, a failed probe, another GPU or version than `key`).
 [[nodiscard]] bare_context_figures run_context_probe(int ordinal, const baseline_key& key);
 
+/// Runs the probe once (runtime API, lazy loading, nothing allocated): another
+/// process makes a context on CUDA ordinal `ordinal` and exits. Throws error
+/// saying why not.
+void touch_with_context_probe(int ordinal);
+
 }  // namespace coolbench::device::detail

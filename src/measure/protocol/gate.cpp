@@ -89,6 +89,7 @@ void gate(run_state& run, bool already_released) {
   cool_to_target(run, began);
   wait_until_unthrottled(run, began);
   run.r.seconds_gating += seconds_between(began, run.now());
+  check_sentinel_at_gate(run);
   run.w.prepare();
 }
 

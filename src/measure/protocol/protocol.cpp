@@ -147,7 +147,9 @@ run_result measure(workload& w, environment& env, const protocol_options& option
   run.status = &status;
   run.start_ns = env.now_ns();
   detail::settle_conditions(run);
+  detail::calibrate_sentinel_at_start(run);
   detail::run_to_the_end(run);
+  detail::check_sentinel_after_run(run);
   run.r.converged = run.r.stop_reason == stop_reason::converged;
   detail::release_at_the_end(run);
   detail::summarize(run);

@@ -6,6 +6,7 @@
 //   sample.cpp        one sample: run it, join its telemetry, say whether it was throttled
 //   gate.cpp          release the GPU, wait until it is cool and unthrottled, re-acquire
 //   warmup.cpp        warm up until the latency settles; the short re-warm after a gate
+//   hidden_state.cpp  the sentinel's calibration and checks, the isolation between bursts
 //   state_change.cpp  the telemetry says the GPU's state changed during a burst
 //   stopping.cpp      the limits and the confidence interval; the contexts' share
 //   modes/*.cpp       cold, sustained, profile, and the baselines
@@ -167,6 +168,16 @@ void gate(run_state& run, bool already_released = false);
 [[nodiscard]] bool over_ceiling(run_state& run);
 /// Ceiling crossed: release, cool to the target, re-acquire, re-warm.
 void pause_for_ceiling(run_state& run);
+
+// hidden_state.cpp
+/// A GPU run of the coolbench policy: a sentinel check as found, the isolation, the
+/// calibration (5 checks) and the as-found check judged against it.
+void calibrate_sentinel_at_start(run_state& run);
+/// In the gate, before the workload is acquired again: a kept context isolated, a check, and
+/// the isolation and a second check when it moved.
+void check_sentinel_at_gate(run_state& run);
+/// After the last sample: does the workload leave hidden state behind?
+void check_sentinel_after_run(run_state& run);
 
 // warmup.cpp
 enum class warmup_end : std::uint8_t { settled, time_limit, throttled };

@@ -1,0 +1,60 @@
+// bench/order_effect's experiments: each returns rows that main prints as a
+// markdown table and writes to JSON.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "victim.hpp"
+
+namespace order_effect {
+
+/// One figure: `values` from `values.size()` repeats, summarised as their median.
+struct figure {
+  std::string table;  ///< which experiment
+  std::string row;
+  std::string column;
+  std::vector<double> values;
+  std::string unit = "ms";
+};
+
+struct bench_context {
+  dev::device& gpu;
+  std::string self;  ///< this program, for the fresh-process isolation
+  int warmups = 20;
+  int replays = 200;
+  int repeats = 5;
+  bool forced = false;  ///< a release was refused once: force from then on
+  std::string refusal;
+  disturb_stream disturb_on = disturb_stream::legacy;
+};
+
+/// Releases (forcing after a refusal) and returns the wall seconds.
+double release_device(bench_context& b);
+
+/// Clean and after the bf16 GEMMs, for each victim variant; and its kernels.
+std::vector<figure> survey_victims(bench_context& b);
+/// Per-operation times, clean and disturbed, for the victim `config` and the
+/// same victim with cuBLAS's workspace from the lease.
+std::vector<figure> per_kernel(bench_context& b, const victim_config& config);
+/// The sentinel kernel at several table sizes, clean, disturbed, after a touch.
+std::vector<figure> sentinel_sizes(bench_context& b);
+/// Disturbance x isolation, side by side, with each isolation's cost.
+std::vector<figure> isolation_table(bench_context& b, const victim_config& config);
+
+/// The protocol's sentinel (src/measure) in `trials` trials: each a release, a calibration
+/// of 5 checks, one check clean and one after the bf16 GEMMs, judged by judge_sentinel.
+std::vector<figure> detection_trials(bench_context& b, int trials);
+
+/// One eager pass of the victim clean, the bf16 GEMMs, one eager pass: for ncu.
+void profile_passes(bench_context& b, const victim_config& config);
+
+/// The child modes: a fresh process measuring the victim (prints its median);
+/// a process that only initialises the driver (no context).
+int child_measure(int ordinal, const victim_config& config, int warmups, int replays);
+int child_driver_only();
+
+/// Runs `command` and returns its stdout; throws when it fails.
+std::string run_command(const std::string& command);
+
+}  // namespace order_effect

@@ -1,0 +1,507 @@
+#include "victim.hpp"
+
+#include <cublas_v2.h>
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+
+#include "core/cublas_check.hpp"
+#include "core/cuda_check.hpp"
+
+namespace order_effect {
+namespace {
+
+constexpr int seq = 128;
+constexpr int hidden = 768;
+constexpr int layers = 12;
+constexpr int norm_threads = 256;
+constexpr std::size_t workspace_bytes = std::size_t{32} << 20U;  // cuBLAS's advice for Hopper
+
+void check_driver(CUresult r, const char* what) {
+  if (r == CUDA_SUCCESS) return;
+  const char* text = nullptr;
+  cuGetErrorString(r, &text);
+  throw coolbench::error(std::string(what) + ": " + (text != nullptr ? text : "unknown error"));
+}
+
+__device__ float hash_uniform(std::uint64_t i, std::uint32_t seed) {  // in [-1, 1)
+  std::uint64_t z = i + 0x9E3779B97F4A7C15ULL * (std::uint64_t{seed} + 1);
+  z = (z ^ (z >> 30U)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27U)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31U;
+  return static_cast<float>(z >> 40U) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+template <class T>
+__global__ void fill_kernel(T* p, std::size_t n, std::uint32_t seed, float scale) {
+  const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
+  for (std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
+    p[i] = static_cast<T>(scale * hash_uniform(i, seed));
+}
+
+template <class T>
+void fill(void* p, std::size_t n, std::uint32_t seed, float scale, cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 8192));
+  fill_kernel<T><<<blocks, 256, 0, stream>>>(static_cast<T*>(p), n, seed, scale);
+  COOLBENCH_CUDA_CALL(cudaGetLastError());
+}
+
+// One block per row: mean and variance through a shared-memory tree, then
+// out = (in - mean) / std. Dynamic shared memory, 2 floats per thread.
+__global__ void row_norm_kernel(const __half* in, __half* out, int cols) {
+  extern __shared__ float partial[];
+  const std::size_t row = std::size_t{blockIdx.x} * static_cast<std::size_t>(cols);
+  float sum = 0.0f;
+  float squares = 0.0f;
+  for (int c = static_cast<int>(threadIdx.x); c < cols; c += static_cast<int>(blockDim.x)) {
+    const float v = __half2float(in[row + static_cast<std::size_t>(c)]);
+    sum += v;
+    squares += v * v;
+  }
+  partial[threadIdx.x] = sum;
+  partial[threadIdx.x + blockDim.x] = squares;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      partial[threadIdx.x] += partial[threadIdx.x + half];
+      partial[threadIdx.x + blockDim.x] += partial[threadIdx.x + half + blockDim.x];
+    }
+    __syncthreads();
+  }
+  const float mean = partial[0] / static_cast<float>(cols);
+  const float inv = rsqrtf(partial[blockDim.x] / static_cast<float>(cols) - mean * mean + 1e-5f);
+  for (int c = static_cast<int>(threadIdx.x); c < cols; c += static_cast<int>(blockDim.x)) {
+    const std::size_t i = row + static_cast<std::size_t>(c);
+    out[i] = __float2half((__half2float(in[i]) - mean) * inv);
+  }
+}
+
+// x = GELU(x) (tanh form) + residual / 100 (residual may be x itself).
+__global__ void gelu_residual_kernel(__half* x, const __half* residual, int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= n) return;
+  const float v = __half2float(x[i]);
+  const float g = 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
+  x[i] = __float2half(g + 0.01f * __half2float(residual[i]));
+}
+
+__global__ void shared_memory_kernel(float* out, int words) {
+  extern __shared__ float block_memory[];
+  for (int i = static_cast<int>(threadIdx.x); i < words; i += static_cast<int>(blockDim.x))
+    block_memory[i] = static_cast<float>(i);
+  __syncthreads();
+  if (threadIdx.x == 0) out[blockIdx.x] = block_memory[words - 1];
+}
+
+__global__ void max_l1_kernel(float* out) { out[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f; }
+
+int sm_count(int ordinal) {
+  int sms = 0;
+  COOLBENCH_CUDA_CALL(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ordinal));
+  return sms;
+}
+
+__half* half_of(const dev::buffer& b) { return static_cast<__half*>(b.get()); }
+
+}  // namespace
+
+std::string describe(const victim_config& c) {
+  std::string s =
+      c.compute == gemm_compute::fp16 ? "fp16-accumulate GEMMs" : "fp32-accumulate GEMMs";
+  if (c.carveout == carveout_hint::own_kernels) s += ", max-L1 hint on its own kernels";
+  if (c.carveout == carveout_hint::all_kernels) s += ", max-L1 hint on every kernel";
+  if (c.workspace == blas_workspace::none) s += ", no cuBLAS workspace";
+  if (c.workspace == blas_workspace::library) s += ", cuBLAS's own workspace";
+  if (c.stream == victim_stream::blocking) s += ", blocking stream";
+  return s;
+}
+
+victim_config parse_victim(const std::string& spec) {
+  victim_config c;
+  std::vector<std::string> parts;
+  for (std::size_t from = 0;;) {
+    const auto colon = spec.find(':', from);
+    parts.push_back(spec.substr(from, colon - from));
+    if (colon == std::string::npos) break;
+    from = colon + 1;
+  }
+  const std::string gemms = parts[0];
+  const std::string work = parts.size() > 1 ? parts[1] : "lease";
+  const std::string stream = parts.size() > 2 ? parts[2] : "lease";
+  if (stream != "lease" && stream != "blocking")
+    throw coolbench::error("victim stream: lease or blocking");
+  c.stream = stream == "lease" ? victim_stream::lease : victim_stream::blocking;
+  if (gemms != "fp16" && gemms != "fp32") throw coolbench::error("victim GEMMs: fp16 or fp32");
+  c.compute = gemms == "fp16" ? gemm_compute::fp16 : gemm_compute::fp32;
+  if (work == "lease")
+    c.workspace = blas_workspace::lease;
+  else if (work == "none")
+    c.workspace = blas_workspace::none;
+  else if (work == "library")
+    c.workspace = blas_workspace::library;
+  else
+    throw coolbench::error("victim workspace: lease, none or library");
+  return c;
+}
+
+std::string to_spec(const victim_config& c) {
+  const char* work = c.workspace == blas_workspace::lease  ? "lease"
+                     : c.workspace == blas_workspace::none ? "none"
+                                                           : "library";
+  return std::string(c.compute == gemm_compute::fp16 ? "fp16:" : "fp32:") + work +
+         (c.stream == victim_stream::blocking ? ":blocking" : ":lease");
+}
+
+namespace {
+enum buffer_index : std::size_t {
+  w_qkv,
+  w_out,
+  w_up,
+  w_down,
+  x,
+  h,
+  qkv,
+  att,
+  ff,
+  input,
+  workspace
+};
+}
+
+victim::victim(dev::lease& lease, const victim_config& config)
+    : m_lease(lease), m_config(config), m_stream(lease.stream()) {
+  if (config.stream == victim_stream::blocking) {
+    cudaStream_t own = nullptr;
+    COOLBENCH_CUDA_CALL(cudaStreamCreate(&own));
+    m_stream = own;
+    m_owned.push_back(lease.adopt(dev::resource_kind::stream, [own] { cudaStreamDestroy(own); }));
+  }
+  const std::size_t weights[4] = {std::size_t{hidden} * 3 * hidden, std::size_t{hidden} * hidden,
+                                  std::size_t{hidden} * 4 * hidden,
+                                  std::size_t{4} * hidden * hidden};
+  const std::size_t acts[6] = {std::size_t{seq} * hidden,     std::size_t{seq} * hidden,
+                               std::size_t{seq} * 3 * hidden, std::size_t{seq} * hidden,
+                               std::size_t{seq} * 4 * hidden, std::size_t{seq} * hidden};
+  std::uint32_t seed = 11;
+  for (int i = 0; i < 4; ++i) {
+    const std::size_t n = weights[i] * layers;
+    m_buffers.push_back(lease.allocate(n * sizeof(__half)));
+    const float k = i == 3 ? 4.0f * hidden : static_cast<float>(hidden);
+    fill<__half>(m_buffers.back().get(), n, seed++, std::sqrt(3.0f / k), m_stream);
+  }
+  for (const std::size_t n : acts) {
+    m_buffers.push_back(lease.allocate(n * sizeof(__half)));
+    fill<__half>(m_buffers.back().get(), n, seed++, 1.0f, m_stream);
+  }
+  m_buffers.push_back(lease.allocate(workspace_bytes));
+  // The own kernels' carveout hint, 0 = the largest L1; once set, it is set
+  // back to -1 ("no preference") for a victim without a hint.
+  static bool hinted = false;
+  const int own = config.carveout == carveout_hint::none ? -1 : 0;
+  if (own == 0) hinted = true;
+  for (const void* k : {reinterpret_cast<const void*>(&row_norm_kernel),
+                        reinterpret_cast<const void*>(&gelu_residual_kernel)}) {
+    if (hinted)
+      COOLBENCH_CUDA_CALL(
+          cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, own));
+  }
+  cublasHandle_t handle = nullptr;
+  COOLBENCH_CUBLAS_CALL(cublasCreate(&handle));
+  m_handle = handle;
+  m_owned.push_back(
+      lease.adopt(dev::resource_kind::blas_handle, [handle] { cublasDestroy(handle); }));
+  COOLBENCH_CUBLAS_CALL(cublasSetStream(handle, m_stream));
+  if (config.workspace == blas_workspace::lease)
+    COOLBENCH_CUBLAS_CALL(cublasSetWorkspace(handle, m_buffers[workspace].get(), workspace_bytes));
+  if (config.workspace == blas_workspace::none)
+    COOLBENCH_CUBLAS_CALL(cublasSetWorkspace(handle, nullptr, 0));
+  build_graph();
+}
+
+victim::~victim() {
+  // The graph and the handle before the memory they use.
+  while (!m_owned.empty()) m_owned.pop_back();
+  m_buffers.clear();
+}
+
+void victim::gemm(const void* a, int lda, const void* b, int ldb, void* c, int ldc, int m, int n,
+                  int k) {
+  // Row-major c[m x n] = a[m x k] b[k x n], as cuBLAS's column-major c^T = b^T a^T.
+  if (m_config.compute == gemm_compute::fp16) {
+    const __half one = __float2half(1.0f);
+    const __half zero = __float2half(0.0f);
+    COOLBENCH_CUBLAS_CALL(cublasGemmEx(m_handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b,
+                                       CUDA_R_16F, ldb, a, CUDA_R_16F, lda, &zero, c, CUDA_R_16F,
+                                       ldc, CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT));
+  } else {
+    const float one = 1.0f;
+    const float zero = 0.0f;
+    COOLBENCH_CUBLAS_CALL(cublasGemmEx(m_handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b,
+                                       CUDA_R_16F, ldb, a, CUDA_R_16F, lda, &zero, c, CUDA_R_16F,
+                                       ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+}
+
+void victim::enqueue(const std::function<void(const std::string&)>& mark) {
+  const auto& b = m_buffers;
+  const std::size_t row_bytes = std::size_t{seq} * hidden * sizeof(__half);
+  COOLBENCH_CUDA_CALL(
+      cudaMemcpyAsync(b[x].get(), b[input].get(), row_bytes, cudaMemcpyDeviceToDevice, m_stream));
+  mark("copy input");
+  const unsigned norm_bytes = 2 * norm_threads * sizeof(float);
+  for (int l = 0; l < layers; ++l) {
+    const auto layer = static_cast<std::size_t>(l);
+    const __half* wq = half_of(b[w_qkv]) + layer * hidden * 3 * hidden;
+    const __half* wo = half_of(b[w_out]) + layer * hidden * hidden;
+    const __half* wu = half_of(b[w_up]) + layer * hidden * 4 * hidden;
+    const __half* wd = half_of(b[w_down]) + layer * 4 * hidden * hidden;
+    row_norm_kernel<<<seq, norm_threads, norm_bytes, m_stream>>>(half_of(b[x]), half_of(b[h]),
+                                                                 hidden);
+    COOLBENCH_CUDA_CALL(cudaGetLastError());
+    mark("row norm 128x768");
+    gemm(b[h].get(), hidden, wq, 3 * hidden, b[qkv].get(), 3 * hidden, seq, 3 * hidden, hidden);
+    mark("gemm 128x2304x768");
+    // Attention itself is left out; its output projection reads the first third of qkv.
+    gemm(b[qkv].get(), 3 * hidden, wo, hidden, b[att].get(), hidden, seq, hidden, hidden);
+    mark("gemm 128x768x768");
+    gelu_residual_kernel<<<seq * hidden / 256, 256, 0, m_stream>>>(half_of(b[att]), half_of(b[x]),
+                                                                   seq * hidden);
+    COOLBENCH_CUDA_CALL(cudaGetLastError());
+    mark("gelu+residual 128x768");
+    row_norm_kernel<<<seq, norm_threads, norm_bytes, m_stream>>>(half_of(b[att]), half_of(b[h]),
+                                                                 hidden);
+    COOLBENCH_CUDA_CALL(cudaGetLastError());
+    mark("row norm 128x768");
+    gemm(b[h].get(), hidden, wu, 4 * hidden, b[ff].get(), 4 * hidden, seq, 4 * hidden, hidden);
+    mark("gemm 128x3072x768");
+    gelu_residual_kernel<<<seq * 4 * hidden / 256, 256, 0, m_stream>>>(
+        half_of(b[ff]), half_of(b[ff]), seq * 4 * hidden);
+    COOLBENCH_CUDA_CALL(cudaGetLastError());
+    mark("gelu 128x3072");
+    gemm(b[ff].get(), 4 * hidden, wd, hidden, b[x].get(), hidden, seq, hidden, 4 * hidden);
+    mark("gemm 128x768x3072");
+  }
+}
+
+namespace {
+
+/// The driver's function behind a kernel node (a library's kernel may come as a CUkernel).
+CUfunction node_function(cudaGraphNode_t node, unsigned& dynamic_shared) {
+  CUDA_KERNEL_NODE_PARAMS params{};
+  check_driver(cuGraphKernelNodeGetParams(reinterpret_cast<CUgraphNode>(node), &params),
+               "cuGraphKernelNodeGetParams");
+  dynamic_shared = params.sharedMemBytes;
+  CUfunction f = params.func;
+  if (f == nullptr && params.kern != nullptr)
+    check_driver(cuKernelGetFunction(&f, params.kern), "cuKernelGetFunction");
+  return f;
+}
+
+/// Every kernel node's function: its name and shared memory; with `hint`, asks
+/// each for the largest L1 (a function attribute, so it holds for the graph).
+std::vector<kernel_info> inventory(cudaGraph_t graph, bool hint) {
+  std::size_t count = 0;
+  COOLBENCH_CUDA_CALL(cudaGraphGetNodes(graph, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  COOLBENCH_CUDA_CALL(cudaGraphGetNodes(graph, nodes.data(), &count));
+  std::map<std::string, kernel_info> by_name;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    COOLBENCH_CUDA_CALL(cudaGraphNodeGetType(node, &type));
+    if (type != cudaGraphNodeTypeKernel) continue;
+    unsigned dynamic_shared = 0;
+    CUfunction f = node_function(node, dynamic_shared);
+    if (hint) {
+      check_driver(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 0),
+                   "cuFuncSetAttribute(carveout)");
+    }
+    const char* name = nullptr;
+    check_driver(cuFuncGetName(&name, f), "cuFuncGetName");
+    kernel_info& k = by_name[name != nullptr ? name : "?"];
+    k.name = name != nullptr ? name : "?";
+    check_driver(cuFuncGetAttribute(&k.static_shared_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
+                 "cuFuncGetAttribute(shared)");
+    check_driver(
+        cuFuncGetAttribute(&k.carveout, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, f),
+        "cuFuncGetAttribute(carveout)");
+    k.dynamic_shared_bytes = dynamic_shared;
+    ++k.count;
+  }
+  std::vector<kernel_info> out;
+  for (auto& [name, k] : by_name) out.push_back(k);
+  return out;
+}
+
+}  // namespace
+
+void victim::build_graph() {
+  // Eagerly once, so cuBLAS picks its kernels and modules load outside the capture.
+  enqueue([](const std::string&) {});
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(m_stream));
+  cudaGraph_t graph = nullptr;
+  COOLBENCH_CUDA_CALL(cudaStreamBeginCapture(m_stream, cudaStreamCaptureModeThreadLocal));
+  enqueue([](const std::string&) {});
+  COOLBENCH_CUDA_CALL(cudaStreamEndCapture(m_stream, &graph));
+  m_kernels = inventory(graph, m_config.carveout == carveout_hint::all_kernels);
+  cudaGraphExec_t exec = nullptr;
+  COOLBENCH_CUDA_CALL(cudaGraphInstantiate(&exec, graph, 0));
+  COOLBENCH_CUDA_CALL(cudaGraphDestroy(graph));
+  m_exec = exec;
+  m_owned.push_back(
+      m_lease.adopt(dev::resource_kind::graph, [exec] { cudaGraphExecDestroy(exec); }));
+  while (m_events.size() < 512) m_events.push_back(m_lease.create_event());
+}
+
+double victim::median_ms(int warmups, int replays) const {
+  for (int i = 0; i < warmups; ++i) COOLBENCH_CUDA_CALL(cudaGraphLaunch(m_exec, m_stream));
+  std::vector<double> ms;
+  for (int done = 0; done < replays;) {
+    const int batch = std::min(replays - done, static_cast<int>(m_events.size()) - 1);
+    COOLBENCH_CUDA_CALL(cudaEventRecord(m_events[0], m_stream));
+    for (int i = 1; i <= batch; ++i) {
+      COOLBENCH_CUDA_CALL(cudaGraphLaunch(m_exec, m_stream));
+      COOLBENCH_CUDA_CALL(cudaEventRecord(m_events[static_cast<std::size_t>(i)], m_stream));
+    }
+    COOLBENCH_CUDA_CALL(cudaStreamSynchronize(m_stream));
+    for (int i = 1; i <= batch; ++i) {
+      float e = 0;
+      COOLBENCH_CUDA_CALL(cudaEventElapsedTime(&e, m_events[static_cast<std::size_t>(i - 1)],
+                                               m_events[static_cast<std::size_t>(i)]));
+      ms.push_back(e);
+    }
+    done += batch;
+  }
+  std::nth_element(ms.begin(), ms.begin() + static_cast<long>(ms.size() / 2), ms.end());
+  return ms[ms.size() / 2];
+}
+
+std::vector<std::pair<std::string, double>> victim::per_kernel_ms(int passes) {
+  std::vector<std::string> labels;
+  std::vector<std::vector<double>> times;  // [op][pass]
+  for (int p = 0; p < passes; ++p) {
+    std::size_t op = 0;
+    COOLBENCH_CUDA_CALL(cudaEventRecord(m_events[0], m_stream));
+    enqueue([&](const std::string& label) {
+      ++op;
+      COOLBENCH_CUDA_CALL(cudaEventRecord(m_events.at(op), m_stream));
+      if (p == 0) labels.push_back(label);
+    });
+    COOLBENCH_CUDA_CALL(cudaStreamSynchronize(m_stream));
+    times.resize(op);
+    for (std::size_t i = 1; i <= op; ++i) {
+      float e = 0;
+      COOLBENCH_CUDA_CALL(cudaEventElapsedTime(&e, m_events[i - 1], m_events[i]));
+      times[i - 1].push_back(e);
+    }
+  }
+  std::vector<std::pair<std::string, double>> out;  // summed per label, first-seen order
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    auto& t = times[i];
+    std::nth_element(t.begin(), t.begin() + static_cast<long>(t.size() / 2), t.end());
+    auto it =
+        std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == labels[i]; });
+    if (it == out.end())
+      out.emplace_back(labels[i], t[t.size() / 2]);
+    else
+      it->second += t[t.size() / 2];
+  }
+  return out;
+}
+
+namespace {
+
+void raw_gemms() {
+  constexpr int n = 8192;
+  constexpr std::size_t elements = std::size_t{n} * n;
+  void* m[3] = {};
+  for (void*& p : m) COOLBENCH_CUDA_CALL(cudaMalloc(&p, elements * sizeof(__nv_bfloat16)));
+  fill<__nv_bfloat16>(m[0], elements, 9001, 1.0f, nullptr);
+  fill<__nv_bfloat16>(m[1], elements, 9002, 1.0f, nullptr);
+  cublasHandle_t handle = nullptr;
+  COOLBENCH_CUBLAS_CALL(cublasCreate(&handle));
+  const float one = 1.0f;
+  const float zero = 0.0f;
+  for (int i = 0; i < 3; ++i) {
+    COOLBENCH_CUBLAS_CALL(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, m[0],
+                                       CUDA_R_16BF, n, m[1], CUDA_R_16BF, n, &zero, m[2],
+                                       CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+  COOLBENCH_CUDA_CALL(cudaDeviceSynchronize());
+  COOLBENCH_CUBLAS_CALL(cublasDestroy(handle));
+  for (void* p : m) COOLBENCH_CUDA_CALL(cudaFree(p));
+}
+
+}  // namespace
+
+void disturb_with_gemms(dev::lease& lease, disturb_stream where) {
+  if (where == disturb_stream::raw) {
+    raw_gemms();
+    return;
+  }
+  constexpr int n = 8192;
+  constexpr std::size_t elements = std::size_t{n} * n;
+  cudaStream_t stream = where == disturb_stream::lease ? lease.stream() : nullptr;
+  const auto a = lease.allocate(elements * sizeof(__nv_bfloat16));
+  const auto b = lease.allocate(elements * sizeof(__nv_bfloat16));
+  const auto c = lease.allocate(elements * sizeof(__nv_bfloat16));
+  const auto work = lease.allocate(workspace_bytes);
+  fill<__nv_bfloat16>(a.get(), elements, 9001, 1.0f, stream);
+  fill<__nv_bfloat16>(b.get(), elements, 9002, 1.0f, stream);
+  cublasHandle_t handle = nullptr;
+  COOLBENCH_CUBLAS_CALL(cublasCreate(&handle));
+  const auto owner =
+      lease.adopt(dev::resource_kind::blas_handle, [handle] { cublasDestroy(handle); });
+  COOLBENCH_CUBLAS_CALL(cublasSetStream(handle, stream));
+  COOLBENCH_CUBLAS_CALL(cublasSetWorkspace(handle, work.get(), workspace_bytes));
+  const float one = 1.0f;
+  const float zero = 0.0f;
+  for (int i = 0; i < 3; ++i) {
+    COOLBENCH_CUBLAS_CALL(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.get(),
+                                       CUDA_R_16BF, n, b.get(), CUDA_R_16BF, n, &zero, c.get(),
+                                       CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(stream));
+}
+
+void disturb_with_shared_memory(dev::lease& lease, int kib, disturb_stream where) {
+  cudaStream_t stream = where == disturb_stream::lease ? lease.stream() : nullptr;
+  const int bytes = kib * 1024;
+  if (where == disturb_stream::raw) {
+    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(reinterpret_cast<const void*>(&shared_memory_kernel),
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    float* out = nullptr;
+    COOLBENCH_CUDA_CALL(cudaMalloc(&out, 4096));
+    shared_memory_kernel<<<sm_count(lease.ordinal()), 256, static_cast<std::size_t>(bytes)>>>(
+        out, bytes / 4);
+    COOLBENCH_CUDA_CALL(cudaGetLastError());
+    COOLBENCH_CUDA_CALL(cudaDeviceSynchronize());
+    COOLBENCH_CUDA_CALL(cudaFree(out));
+    return;
+  }
+  lease.set_kernel_attribute(reinterpret_cast<const void*>(&shared_memory_kernel),
+                             dev::kernel_attribute::max_dynamic_shared_memory_bytes, bytes);
+  const int sms = sm_count(lease.ordinal());
+  const auto out = lease.allocate(static_cast<std::size_t>(sms) * sizeof(float));
+  shared_memory_kernel<<<sms, 256, static_cast<std::size_t>(bytes), stream>>>(
+      static_cast<float*>(out.get()), bytes / 4);
+  COOLBENCH_CUDA_CALL(cudaGetLastError());
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(stream));
+}
+
+void run_max_l1_kernel(dev::lease& lease) {
+  COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(reinterpret_cast<const void*>(&max_l1_kernel),
+                                           cudaFuncAttributePreferredSharedMemoryCarveout, 0));
+  const int sms = sm_count(lease.ordinal());
+  const auto out = lease.allocate(static_cast<std::size_t>(sms) * 256 * sizeof(float));
+  max_l1_kernel<<<sms, 256, 0, lease.stream()>>>(static_cast<float*>(out.get()));
+  COOLBENCH_CUDA_CALL(cudaGetLastError());
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(lease.stream()));
+}
+
+}  // namespace order_effect

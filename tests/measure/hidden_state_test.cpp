@@ -1,0 +1,135 @@
+// The sentinel's decision on simulated figures: a moved sentinel with every sensor steady is
+// hidden state; within its noise it is not; with a sensor changed it is the sensor's doing.
+#include "coolbench/measure/hidden_state.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "coolbench/core/error.hpp"
+#include "coolbench/telemetry/clock_reasons.hpp"
+
+namespace coolbench::measure {
+namespace {
+
+const sensor_reading nominal{40, 1980, 0};
+const auto idle_bit = static_cast<std::uint64_t>(telemetry::clock_reason::gpu_idle);
+
+/// A calibration from 5 checks spread ±0.3 % around 0.040 ms.
+sentinel_calibration clean() {
+  return calibrate_sentinel({0.0400, 0.0401, 0.0399, 0.04012, 0.03988}, nominal);
+}
+
+TEST(HiddenState, CalibrationTakesTheMedianAndTheLargestDeviation) {
+  const auto c = clean();
+  EXPECT_DOUBLE_EQ(c.median_ms, 0.0400);
+  EXPECT_NEAR(c.noise, 0.003, 1e-9);
+  EXPECT_EQ(c.checks, 5);
+}
+
+TEST(HiddenState, CalibrationRefusesNothingAndNonPositiveFigures) {
+  EXPECT_THROW((void)calibrate_sentinel({}, nominal), invalid_argument);
+  EXPECT_THROW((void)calibrate_sentinel({0.04, 0.0}, nominal), invalid_argument);
+  EXPECT_THROW((void)sentinel_median({}), invalid_argument);
+}
+
+TEST(HiddenState, MedianOfAnEvenCountIsTheMeanOfTheMiddleTwo) {
+  EXPECT_DOUBLE_EQ(sentinel_median({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(sentinel_median({5, 1, 3}), 3);
+}
+
+TEST(HiddenState, AMoveWithSteadySensorsIsHiddenState) {
+  const auto c = judge_sentinel(clean(), 0.0400 * 1.093, nominal, "after the run");
+  EXPECT_TRUE(c.moved);
+  EXPECT_TRUE(c.sensors_unchanged);
+  EXPECT_TRUE(c.hidden_state());
+  EXPECT_EQ(c.summary(), "hidden state: sentinel +9.3 %, sensors unchanged");
+}
+
+TEST(HiddenState, WithinTheNoiseIsNotAMove) {
+  const auto c = judge_sentinel(clean(), 0.0400 * 1.011, nominal, "start");
+  EXPECT_FALSE(c.moved);
+  EXPECT_FALSE(c.hidden_state());
+  EXPECT_DOUBLE_EQ(c.threshold, 0.02);  // the floor: 4 x 0.3 % is below it
+  EXPECT_EQ(c.summary(), "sentinel +1.1 %, within its noise (2.0 %)");
+}
+
+TEST(HiddenState, ANoisyCalibrationRaisesTheThreshold) {
+  const auto noisy = calibrate_sentinel({0.040, 0.042, 0.038}, nominal);  // ±5 %
+  const auto c = judge_sentinel(noisy, 0.040 * 1.093, nominal, "start");
+  EXPECT_NEAR(c.threshold, 0.20, 1e-9);
+  EXPECT_FALSE(c.moved);
+}
+
+TEST(HiddenState, AFasterSentinelCountsToo) {
+  // A calibration taken in the disturbed state shows up as a later check that is faster.
+  EXPECT_TRUE(judge_sentinel(clean(), 0.0400 * 0.90, nominal, "start").hidden_state());
+}
+
+TEST(HiddenState, AClockDropIsTheSensorsNotHiddenState) {
+  sensor_reading hot = nominal;
+  hot.sm_clock_mhz = 1755;
+  const auto c = judge_sentinel(clean(), 0.0400 * 1.12, hot, "before burst 4");
+  EXPECT_TRUE(c.moved);
+  EXPECT_FALSE(c.sensors_unchanged);
+  EXPECT_FALSE(c.hidden_state());
+  EXPECT_EQ(c.summary(), "sentinel +12.0 %, sensors changed (SM clock 1980 -> 1755 MHz)");
+}
+
+TEST(HiddenState, ATemperatureStepAndAPowerCapAreSensorChanges) {
+  sensor_reading warm = nominal;
+  warm.temp_c = 62;
+  EXPECT_FALSE(judge_sentinel(clean(), 0.044, warm, "x").sensors_unchanged);
+  sensor_reading capped = nominal;
+  capped.clock_reasons = static_cast<std::uint64_t>(telemetry::clock_reason::sw_power_cap);
+  const auto c = judge_sentinel(clean(), 0.044, capped, "x");
+  EXPECT_FALSE(c.sensors_unchanged);
+  EXPECT_NE(c.sensor_change.find("sw_power_cap"), std::string::npos) << c.sensor_change;
+}
+
+TEST(HiddenState, IdleBitAndSmallDriftAreNotSensorChanges) {
+  sensor_reading idle{44, 345, idle_bit};  // idle, at the idle clock, 4 C warmer
+  EXPECT_TRUE(judge_sentinel(clean(), 0.0437, idle, "x").hidden_state());
+  sensor_reading unknown{};  // readings missing: nothing to compare, nothing changed
+  EXPECT_TRUE(judge_sentinel(clean(), 0.0437, unknown, "x").sensors_unchanged);
+}
+
+/// The detection target on simulated figures: a sentinel whose checks scatter like the
+/// calibration's flags a +9 % state in every trial and never a clean one.
+TEST(HiddenState, SimulatedTrialsFlagDisturbedAndNotClean) {
+  std::mt19937 random(7);
+  std::normal_distribution<double> scatter(0.0, 0.002);  // 0.2 % per check
+  auto check = [&](double level) { return 0.040 * level * (1 + scatter(random)); };
+  int flagged_disturbed = 0;
+  int flagged_clean = 0;
+  for (int trial = 0; trial < 1000; ++trial) {
+    std::vector<double> calibration;
+    for (int i = 0; i < 5; ++i) calibration.push_back(check(1.0));
+    const auto c = calibrate_sentinel(calibration, nominal);
+    flagged_disturbed += judge_sentinel(c, check(1.09), nominal, "d").hidden_state() ? 1 : 0;
+    flagged_clean += judge_sentinel(c, check(1.0), nominal, "c").hidden_state() ? 1 : 0;
+  }
+  EXPECT_EQ(flagged_disturbed, 1000);
+  EXPECT_EQ(flagged_clean, 0);
+}
+
+TEST(HiddenState, RecordSummaryNamesTheFirstHiddenState) {
+  hidden_state_record r;
+  r.calibration = clean();
+  r.applied = isolation::touch;
+  r.checks.push_back(judge_sentinel(r.calibration, 0.0401, nominal, "start"));
+  EXPECT_EQ(r.summary(),
+            "hidden state: none seen, the sentinel within its noise in 1 checks (isolation touch)");
+  r.checks.push_back(judge_sentinel(r.calibration, 0.04368, nominal, "after the run"));
+  EXPECT_EQ(r.summary(), "hidden state: sentinel +9.2 %, sensors unchanged (after the run)");
+}
+
+TEST(HiddenState, IsolationNames) {
+  EXPECT_EQ(to_string(isolation::touch), "touch");
+  EXPECT_EQ(parse_isolation("process"), isolation::process);
+  EXPECT_THROW((void)parse_isolation("reset"), invalid_argument);
+  EXPECT_EQ(isolation_names().size(), 4U);
+}
+
+}  // namespace
+}  // namespace coolbench::measure
