@@ -53,6 +53,14 @@ def bench_helpers():
     return module
 
 
+def gpu_temperature():
+    """GPU 0's temperature from nvidia-smi (python_peers'), or None when it cannot say."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from python_peers import gpu_temperature as read
+
+    return read()
+
+
 def load_tvm(stage):
     """TVM's runtime from the stage folder (or an installed apache-tvm)."""
     spec = importlib.util.spec_from_file_location("tvm_cuda_reset",
@@ -121,15 +129,6 @@ def child(rule, stage, args):
                   "converged": r.converged, "stop_reason": r.stop_reason}
     record.update({"rule": rule, "wall_s": time.perf_counter() - began})
     print(json.dumps(record))
-
-
-def gpu_temperature():
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=temperature.gpu", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10)
-        return int(out.stdout.split()[0])
-    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
-        return None
 
 
 def run_one(args, rule, start):

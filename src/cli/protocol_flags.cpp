@@ -3,7 +3,13 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "cli/exit_codes.hpp"
 #include "coolbench/core/error.hpp"
+#include "coolbench/report.hpp"
 
 namespace coolbench::cli {
 namespace {
@@ -49,6 +55,21 @@ measure::protocol_options protocol_from(const protocol_flags& given) {
     values.emplace_back(name, parse_value(measure::find_option(name), text));
   }
   return measure::options_from(values, true, measure::option_flag);
+}
+
+int finish_run(const std::string& command, const measure::run_result& result) {
+  if (result.stop_reason == measure::stop_reason::invalid_input && result.samples.empty()) {
+    // Nothing was measured: a usage error, said in one line, after what stdout already holds.
+    std::fflush(stdout);
+    fmt::print(stderr, "coolbench {}: {}. Run 'coolbench {} --help'.\n", command, result.error,
+               command);
+    return exit_usage;
+  }
+  fmt::print("{}", report::format_run_summary(result));
+  if (result.complete) return exit_ok;
+  if (result.stop_reason == measure::stop_reason::interrupted) return exit_interrupted;
+  if (result.stop_reason == measure::stop_reason::gate_timeout) return exit_timeout;
+  return exit_error;
 }
 
 }  // namespace coolbench::cli

@@ -59,16 +59,7 @@ int run_exec(const exec_options& o) {
   const measure::run_result result = measure::measure(*w, *env, protocol, progress);
   if (!o.json_path.empty()) write_text_atomically(o.json_path, to_json(result).dump(1) + "\n");
   if (!o.csv_path.empty()) write_text_atomically(o.csv_path, samples_csv(result));
-  if (result.stop_reason == measure::stop_reason::invalid_input && result.samples.empty()) {
-    std::fflush(stdout);  // the command's first latency line was not one
-    fmt::print(stderr, "coolbench exec: {}. Run 'coolbench exec --help'.\n", result.error);
-    return exit_usage;
-  }
-  fmt::print("{}", format_run_summary(result));
-  if (result.complete) return exit_ok;
-  if (result.stop_reason == measure::stop_reason::interrupted) return exit_interrupted;
-  if (result.stop_reason == measure::stop_reason::gate_timeout) return exit_timeout;
-  return exit_error;
+  return finish_run("exec", result);
 }
 
 }  // namespace

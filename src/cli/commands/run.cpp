@@ -211,17 +211,7 @@ int run_run(const run_options& o) {
     }
   }
   if (!o.csv_path.empty()) write_text_atomically(o.csv_path, samples_csv(result));
-  if (result.stop_reason == measure::stop_reason::invalid_input && result.samples.empty()) {
-    // Nothing was measured: a usage error, said in one line.
-    std::fflush(stdout);
-    fmt::print(stderr, "coolbench run: {}. Run 'coolbench run --help'.\n", result.error);
-    return exit_usage;
-  }
-  fmt::print("{}", format_run_summary(result));
-  if (result.complete) return exit_ok;
-  if (result.stop_reason == measure::stop_reason::interrupted) return exit_interrupted;
-  if (result.stop_reason == measure::stop_reason::gate_timeout) return exit_timeout;
-  return exit_error;
+  return finish_run("run", result);
 }
 
 }  // namespace
