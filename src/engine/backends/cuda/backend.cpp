@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "core/cuda_check.hpp"
 #include "engine/backends/registry.hpp"
@@ -99,8 +100,9 @@ cuda_backend::cuda_backend(int ordinal)
   for (const auto family : {elementwise_ops(), data_ops(), reduce_ops(), matmul_ops(), nn_ops()}) {
     m_ops.insert(m_ops.end(), family.begin(), family.end());
   }
-  std::sort(m_ops.begin(), m_ops.end(),
-            [](const auto& a, const auto& b) { return a.op_type < b.op_type; });
+  std::sort(m_ops.begin(), m_ops.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.domain, a.op_type) < std::tie(b.domain, b.op_type);
+  });
 }
 
 std::string cuda_backend::describe() const {
@@ -113,20 +115,19 @@ std::string cuda_backend::describe() const {
          std::to_string(properties.minor) + ", cuBLASLt)";
 }
 
-const op_entry* cuda_backend::find(std::string_view op_type) const {
-  const auto it =
-      std::lower_bound(m_ops.begin(), m_ops.end(), op_type,
-                       [](const auto& e, std::string_view op) { return e.op_type < op; });
-  return it != m_ops.end() && it->op_type == op_type ? &*it : nullptr;
+const op_entry* cuda_backend::find(std::string_view domain, std::string_view op_type) const {
+  const auto key = std::tie(domain, op_type);
+  const auto it = std::lower_bound(m_ops.begin(), m_ops.end(), key, [](const auto& e, auto k) {
+    return std::tie(e.domain, e.op_type) < k;
+  });
+  return it != m_ops.end() && it->domain == domain && it->op_type == op_type ? &*it : nullptr;
 }
 
-bool cuda_backend::supports(const node& n) const {
-  return n.domain.empty() && find(n.op_type) != nullptr;
-}
+bool cuda_backend::supports(const node& n) const { return find(n.domain, n.op_type) != nullptr; }
 
 std::optional<refusal> cuda_backend::refuses(
     const node& n, std::span<const std::optional<dtype>> input_types) const {
-  const op_entry* entry = n.domain.empty() ? find(n.op_type) : nullptr;
+  const op_entry* entry = find(n.domain, n.op_type);
   if (entry == nullptr) return refusal{};
   if (auto detail = unsupported_form(n)) return refusal{refusal::reason::form, {}, *detail};
   // The data input: Where's is its second (the first is the condition).
@@ -140,7 +141,7 @@ std::optional<refusal> cuda_backend::refuses(
 
 void cuda_backend::run(const node& n, std::span<const tensor* const> inputs,
                        std::span<tensor> outputs) {
-  const op_entry* entry = n.domain.empty() ? find(n.op_type) : nullptr;
+  const op_entry* entry = find(n.domain, n.op_type);
   if (entry == nullptr)
     throw invalid_argument("the " + m_name + " backend cannot run " + n.describe());
   const op_call call{*this, n, inputs, outputs, stream()};

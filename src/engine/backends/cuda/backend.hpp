@@ -54,6 +54,9 @@ struct op_entry {
   std::string_view op_type;
   op_fn run;
   type_rule types;
+  /// "" for ONNX's default domain; fused ops made by the fusion passes live
+  /// in k_fused_domain (engine/fusion/fusion.hpp).
+  std::string_view domain = {};
 };
 
 /// The op table: elementwise ops (ops_elementwise.cpp), data movement and
@@ -119,7 +122,7 @@ class cuda_backend final : public backend {
   [[nodiscard]] int error_code(std::string message);
 
  private:
-  const op_entry* find(std::string_view op_type) const;
+  const op_entry* find(std::string_view domain, std::string_view op_type) const;
 
   int m_ordinal;
   std::string m_name;

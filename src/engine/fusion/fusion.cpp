@@ -1,0 +1,21 @@
+#include "engine/fusion/fusion.hpp"
+
+#include <vector>
+
+namespace coolbench::engine {
+
+std::span<const fusion_entry> fusion_passes() {
+  // One line per pass, larger patterns first.
+  static const std::vector<fusion_entry> passes = {};
+  return passes;
+}
+
+std::map<std::string, std::size_t> fuse_for_backend(graph& g, const fusion_context& context) {
+  std::map<std::string, std::size_t> counts;
+  for (const auto& pass : fusion_passes()) {
+    if (const std::size_t n = pass.apply(g, context); n > 0) counts[std::string(pass.name)] = n;
+  }
+  return counts;
+}
+
+}  // namespace coolbench::engine
