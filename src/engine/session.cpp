@@ -217,7 +217,16 @@ std::string session::unsupported_message(const node& n, const refusal& refused,
 
 std::size_t session::node_count() const noexcept { return m_plan ? m_plan->g.nodes.size() : 0; }
 
-session::~session() = default;
+session::~session() {
+  // A launched run may still use the arena and the graph this frees.
+  if (m_backend && m_in_flight) {
+    try {
+      complete();
+    } catch (const std::exception&) {  // what it found no longer matters
+    }
+    m_backend->end_run();
+  }
+}
 session::session(session&&) noexcept = default;
 session& session::operator=(session&&) noexcept = default;
 
