@@ -4,6 +4,7 @@
 // out through it. The engine core never includes a backend's own headers.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -27,6 +28,26 @@ struct refusal {
 /// optional output (MaxPool's Indices, BatchNormalization's training mode and
 /// statistics outputs); nullopt when the node asks for none of it.
 [[nodiscard]] std::optional<std::string> unsupported_form(const node& n);
+
+/// Where a device backend's allocate() takes memory while a session's plan
+/// runs (the session's arena, engine/memory_plan.hpp).
+class allocation_source {
+ public:
+  virtual ~allocation_source() = default;
+  /// Storage of at least `bytes`.
+  [[nodiscard]] virtual std::shared_ptr<device_storage> take(std::size_t bytes) = 0;
+};
+
+/// Work a device backend recorded once and replays (a CUDA graph). Its
+/// device resources are the device layer's: a device release destroys them.
+class recorded_work {
+ public:
+  virtual ~recorded_work() = default;
+  /// Queues the work on the backend's stream; throws once a release freed it.
+  virtual void launch() = 0;
+  /// False once a device release destroyed it.
+  [[nodiscard]] virtual bool valid() const noexcept = 0;
+};
 
 class backend {
  public:
@@ -73,6 +94,42 @@ class backend {
   /// Drops every device resource the backend holds (handles, workspace); the
   /// next call re-acquires them.
   virtual void release() noexcept {}
+
+  // What a session's execution plan needs of a device backend. The host
+  // backend has none of it: its sessions run node by node.
+
+  /// Sends allocate()'s requests to `source` until called again with nullptr.
+  virtual void set_allocation_source(allocation_source* source) noexcept {
+    static_cast<void>(source);
+  }
+  /// One block of device memory from the device layer (an arena), freed by a
+  /// device release; throws not_available on the host.
+  [[nodiscard]] virtual std::shared_ptr<device_storage> allocate_block(std::size_t bytes);
+  /// Copies a host tensor into `target`, a device tensor of its dtype and size
+  /// (an input's arena slot), and waits for the copy.
+  virtual void copy_into(const tensor& host, const tensor& target);
+  /// Blocks allocate() took from the device layer so far (not from a source).
+  [[nodiscard]] virtual std::uint64_t device_allocations() const noexcept { return 0; }
+  /// The device context's generation (it changes at each device release).
+  [[nodiscard]] virtual std::uint64_t context_generation() { return 0; }
+  /// Returns cached device memory to the driver.
+  virtual void trim() noexcept {}
+  /// The first wait for the device inside run() since the last call (a copy
+  /// between host and device that a node needed), as "node 'x' (Op): what";
+  /// empty when there was none. Such a run cannot be recorded.
+  [[nodiscard]] virtual std::string take_blocking_note() { return {}; }
+
+  /// Whether begin_recording() works here (CUDA graphs).
+  [[nodiscard]] virtual bool can_record() const noexcept { return false; }
+  /// Makes what recorded work uses besides its tensors (library handles,
+  /// workspace, the error flag), so that nothing is created while recording.
+  virtual void prepare_recording() {}
+  /// From here to end_recording(), work queued on the stream is recorded, not run.
+  virtual void begin_recording();
+  /// The work recorded since begin_recording(), ready to launch.
+  [[nodiscard]] virtual std::unique_ptr<recorded_work> end_recording();
+  /// Ends a recording an exception cut short; the stream runs work again.
+  virtual void abandon_recording() noexcept {}
 };
 
 /// "cpu", "cuda" (GPU 0) or "cuda:N"; throws invalid_argument naming the

@@ -5,29 +5,20 @@
 
 #include "coolbench/engine/model.hpp"
 #include "engine/backend.hpp"
+#include "engine/fusion/fusion.hpp"
+#include "engine/session_plan.hpp"
 #include "engine/shape_inference.hpp"
-
-namespace {
-
-// Ends the backend's run (drops its lease) however run() leaves.
-struct end_run_guard {
-  explicit end_run_guard(coolbench::engine::backend& backend) : b(backend) {}
-  coolbench::engine::backend& b;
-  end_run_guard(const end_run_guard&) = delete;
-  end_run_guard& operator=(const end_run_guard&) = delete;
-  ~end_run_guard() { b.end_run(); }
-};
-
-}  // namespace
 
 namespace coolbench::engine {
 
-/// The model specialized for one binding of its symbolic dimensions.
-struct session::plan {
-  symbol_bindings bound;
-  std::vector<std::size_t> nodes;           // indices into m_graph.nodes, in order
-  std::map<std::string, tensor> constants;  // folded values the nodes or outputs read
-};
+std::string_view to_string(execution_mode mode) noexcept {
+  switch (mode) {
+    case execution_mode::host: return "host";
+    case execution_mode::eager: return "eager";
+    case execution_mode::graph: return "graph";
+  }
+  return "unknown";
+}
 
 session::session(graph g, std::string_view backend_name)
     : session(std::move(g), session_options{}, backend_name) {}
@@ -47,10 +38,20 @@ session session::load(const std::filesystem::path& path, session_options options
 }
 
 void session::specialize(const symbol_bindings& bound) {
+  if (m_plan) {
+    complete();
+    m_device_outputs.clear();
+    return_borrowed(*m_plan);
+    m_plan.reset();  // its device copies, arena and graph go with it
+  }
   graph_analysis analysis = analyze_graph(m_graph, bound, k_fold_max_elements);
   const std::vector<bool> live = live_nodes(m_graph.nodes, m_graph.outputs, analysis.node_folded);
   auto next = std::make_unique<plan>();
   next->bound = bound;
+  next->g.name = m_graph.name;
+  next->g.opset = m_graph.opset;
+  next->g.inputs = m_graph.inputs;
+  next->g.outputs = m_graph.outputs;
   std::set<std::string> read;
   for (const auto& v : m_graph.outputs) read.insert(v.name);
   for (std::size_t i = 0; i < m_graph.nodes.size(); ++i) {
@@ -60,14 +61,114 @@ void session::specialize(const symbol_bindings& bound) {
     if (const auto refused = m_backend->refuses(n, input_types(n, analysis))) {
       throw model_error(unsupported_message(n, *refused, analysis));
     }
-    next->nodes.push_back(i);
+    next->g.nodes.push_back(n);
     read.insert(n.inputs.begin(), n.inputs.end());
   }
+  for (const auto& name : m_lost) {
+    if (read.contains(name)) {
+      throw model_error("the model's initializer '" + name +
+                        "' was dropped by a fusion pass of an earlier plan; load the model "
+                        "again, or create the session with fuse off");
+    }
+  }
   for (auto& [name, value] : analysis.folded) {
-    if (read.contains(name)) next->constants.emplace(name, std::move(value));
+    if (read.contains(name)) next->g.initializers.emplace(name, std::move(value));
+  }
+  // The model's initializers move into the plan (no copy of the weights).
+  for (auto it = m_graph.initializers.begin(); it != m_graph.initializers.end();) {
+    if (!read.contains(it->first) || next->g.initializers.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    next->borrowed.push_back(it->first);
+    next->g.initializers.emplace(it->first, std::move(it->second));
+    it = m_graph.initializers.erase(it);
+  }
+  next->shapes = std::move(analysis.shapes);
+  try {
+    finish_plan(*next);
+  } catch (...) {
+    return_borrowed(*next);
+    throw;
   }
   m_plan = std::move(next);
-  m_resident.clear();  // the device copies of the old plan's constants
+}
+
+void session::return_borrowed(plan& p) noexcept {
+  for (const auto& name : p.borrowed) {
+    auto it = p.g.initializers.find(name);
+    if (it == p.g.initializers.end()) {
+      m_lost.push_back(name);
+      continue;
+    }
+    m_graph.initializers.insert_or_assign(name, std::move(it->second));
+    p.g.initializers.erase(it);
+  }
+  p.borrowed.clear();
+}
+
+void session::finish_plan(plan& p) {
+  const auto shape_known = [&](const std::string& name) {
+    const auto it = p.shapes.find(name);
+    return it != p.shapes.end() && it->second.is_static();
+  };
+  for (const auto& v : p.g.inputs) {
+    if (p.dynamic_value.empty() && !shape_known(v.name)) p.dynamic_value = v.name;
+  }
+  for (const auto& n : p.g.nodes) {
+    for (const auto& name : n.outputs) {
+      if (p.dynamic_value.empty() && !name.empty() && !shape_known(name)) p.dynamic_value = name;
+    }
+  }
+  const bool fuse = m_options.fuse.value_or(m_backend->on_device());
+  if (fuse && p.dynamic_value.empty()) {
+    p.fusion_counts = fuse_for_backend(p.g, fusion_context{p.shapes, *m_backend});
+    for (const auto& n : p.g.nodes) {
+      if (const auto refused = m_backend->refuses(n, {})) {
+        throw model_error("a fusion pass made " + n.describe() + " in domain '" + n.domain +
+                          "', which the " + std::string(m_backend->name()) +
+                          " backend does not run; create the session with fuse off");
+      }
+    }
+  }
+  // Initializers no node reads any more (fused away) leave the plan; the
+  // model's go back to the session's graph.
+  std::set<std::string> read;
+  for (const auto& v : p.g.outputs) read.insert(v.name);
+  for (const auto& n : p.g.nodes) read.insert(n.inputs.begin(), n.inputs.end());
+  for (auto it = p.borrowed.begin(); it != p.borrowed.end();) {
+    const auto value = p.g.initializers.find(*it);
+    if (read.contains(*it) || value == p.g.initializers.end()) {
+      ++it;
+      continue;
+    }
+    m_graph.initializers.insert_or_assign(*it, std::move(value->second));
+    p.g.initializers.erase(value);
+    it = p.borrowed.erase(it);
+  }
+  std::erase_if(p.g.initializers, [&](const auto& entry) { return !read.contains(entry.first); });
+  // Last readers, so that intermediates are dropped as soon as possible.
+  std::map<std::string, std::size_t> last_use;
+  for (std::size_t i = 0; i < p.g.nodes.size(); ++i) {
+    for (const auto& in : p.g.nodes[i].inputs) last_use[in] = i;
+  }
+  std::set<std::string> keep;
+  for (const auto& v : p.g.outputs) keep.insert(v.name);
+  p.drops.assign(p.g.nodes.size(), {});
+  for (const auto& [name, i] : last_use) {
+    if (!name.empty() && !keep.contains(name)) p.drops[i].push_back(name);
+  }
+  if (m_backend->on_device() && m_options.memory_plan && p.dynamic_value.empty()) {
+    std::vector<std::size_t> slots;  // the inputs' arena slots
+    for (const auto& v : p.g.inputs) {
+      const auto& info = p.shapes.at(v.name);
+      slots.push_back(static_cast<std::size_t>(element_count(info.static_shape())) *
+                      size_of(v.type));
+    }
+    backend* b = m_backend.get();
+    p.memory = std::make_unique<run_memory>(
+        [b](std::size_t bytes) { return b->allocate_block(bytes); }, std::move(slots));
+  }
 }
 
 std::vector<std::optional<dtype>> session::input_types(const node& n,
@@ -114,9 +215,18 @@ std::string session::unsupported_message(const node& n, const refusal& refused,
   return text;
 }
 
-std::size_t session::node_count() const noexcept { return m_plan ? m_plan->nodes.size() : 0; }
+std::size_t session::node_count() const noexcept { return m_plan ? m_plan->g.nodes.size() : 0; }
 
-session::~session() = default;
+session::~session() {
+  // A launched run may still use the arena and the graph this frees.
+  if (m_backend && m_in_flight) {
+    try {
+      complete();
+    } catch (const std::exception&) {  // what it found no longer matters
+    }
+    m_backend->end_run();
+  }
+}
 session::session(session&&) noexcept = default;
 session& session::operator=(session&&) noexcept = default;
 
@@ -174,91 +284,8 @@ void session::set_input(const std::string& name, tensor value) {
     }
     m_symbols = std::move(bound);
   }
+  if (m_plan) m_plan->staged.erase(name);  // copied to the device by the next run
   m_inputs.insert_or_assign(name, std::move(value));
-}
-
-void session::run() {
-  for (const auto& v : m_graph.inputs) {
-    if (!m_inputs.contains(v.name))
-      throw invalid_argument("input '" + v.name + "' was not set before run()");
-  }
-  symbol_bindings bound = m_options.dimensions;
-  for (const auto& [symbol, value] : m_symbols) bound.insert_or_assign(symbol, value);
-  if (bound != m_plan->bound) {
-    try {
-      specialize(bound);
-    } catch (const model_error& e) {
-      std::string binding;
-      for (const auto& [symbol, value] : bound) {
-        binding += (binding.empty() ? "" : ", ") + symbol + " = " + std::to_string(value);
-      }
-      throw invalid_argument("with the inputs' dimensions (" + binding + "): " + e.what());
-    }
-  }
-  const end_run_guard guard{*m_backend};
-  const bool device = m_backend->on_device();
-  if (device) {
-    // A device release freed the resident constants: copy them in again.
-    for (auto it = m_resident.begin(); it != m_resident.end();) {
-      it = it->second.storage()->valid() ? std::next(it) : m_resident.erase(it);
-    }
-  }
-  const std::vector<std::size_t>& order = m_plan->nodes;
-  // Last use of each value, so intermediates are dropped as soon as possible.
-  std::map<std::string, std::size_t> last_use;
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    for (const auto& in : m_graph.nodes[order[i]].inputs) last_use[in] = i;
-  }
-  std::set<std::string> keep;
-  for (const auto& v : m_graph.outputs) keep.insert(v.name);
-
-  std::map<std::string, tensor> values;
-  // Inputs, folded values and initializers; on a device, their copies there
-  // (inputs each run, constants once per plan and device generation).
-  const auto source = [&](const std::string& name) -> const tensor* {
-    if (auto it = m_inputs.find(name); it != m_inputs.end()) {
-      if (!device) return &it->second;
-      return &values.insert_or_assign(name, m_backend->copy_in(it->second)).first->second;
-    }
-    const tensor* host = nullptr;
-    if (auto it = m_plan->constants.find(name); it != m_plan->constants.end()) {
-      host = &it->second;
-    } else if (auto init = m_graph.initializers.find(name); init != m_graph.initializers.end()) {
-      host = &init->second;
-    }
-    if (host == nullptr) throw invalid_argument("value '" + name + "' is missing at run time");
-    if (!device) return host;
-    auto resident = m_resident.find(name);
-    if (resident == m_resident.end()) {
-      resident = m_resident.emplace(name, m_backend->copy_in(*host)).first;
-    }
-    return &resident->second;
-  };
-  const auto lookup = [&](const std::string& name) -> const tensor* {
-    if (name.empty()) return nullptr;
-    if (auto it = values.find(name); it != values.end()) return &it->second;
-    return source(name);
-  };
-  std::vector<const tensor*> inputs;
-  std::vector<tensor> outputs;
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const node& n = m_graph.nodes[order[i]];
-    inputs.clear();
-    for (const auto& name : n.inputs) inputs.push_back(lookup(name));
-    outputs.assign(n.outputs.size(), tensor());
-    m_backend->run(n, inputs, outputs);
-    for (std::size_t o = 0; o < n.outputs.size(); ++o) {
-      if (!n.outputs[o].empty()) values.insert_or_assign(n.outputs[o], std::move(outputs[o]));
-    }
-    for (const auto& name : n.inputs) {
-      if (last_use[name] == i && !keep.contains(name)) values.erase(name);
-    }
-  }
-  m_outputs.clear();
-  for (const auto& v : m_graph.outputs) {
-    const tensor* value = lookup(v.name);  // an input or initializer may pass through
-    m_outputs.insert_or_assign(v.name, device ? m_backend->copy_out(*value) : *value);
-  }
 }
 
 const tensor& session::output(std::size_t index) const {
@@ -270,22 +297,86 @@ const tensor& session::output(std::size_t index) const {
 }
 
 const tensor& session::output(const std::string& name) const {
-  const auto it = m_outputs.find(name);
-  if (it == m_outputs.end()) {
+  if (const auto it = m_outputs.find(name); it != m_outputs.end()) return it->second;
+  const auto device = m_device_outputs.find(name);
+  if (device == m_device_outputs.end()) {
     const bool declared = std::any_of(m_graph.outputs.begin(), m_graph.outputs.end(),
                                       [&](const value_info& v) { return v.name == name; });
     throw invalid_argument(declared ? "output '" + name + "' is not computed yet: call run() first"
                                     : "the model has no output '" + name + "'");
   }
-  return it->second;
+  complete();
+  if (device->second.storage() && !device->second.storage()->valid()) {
+    throw invalid_argument("output '" + name +
+                           "' was freed by a device release before it was read: run() again");
+  }
+  tensor host;
+  try {
+    host = m_backend->copy_out(device->second);
+  } catch (...) {
+    m_backend->end_run();
+    throw;
+  }
+  m_backend->end_run();
+  return m_outputs.insert_or_assign(name, std::move(host)).first->second;
 }
 
 void session::release() {
+  try {
+    complete();
+  } catch (const std::exception&) {  // what the run found no longer matters
+  }
   m_inputs.clear();
   m_outputs.clear();
+  m_device_outputs.clear();
   m_symbols.clear();
-  m_resident.clear();
+  if (m_plan) {
+    m_plan->resident.clear();
+    m_plan->staged.clear();
+    m_plan->work.reset();
+    if (m_plan->memory) m_plan->memory->drop_arena();
+  }
   m_backend->release();
+}
+
+const std::map<std::string, std::size_t>& session::fusion_counts() const noexcept {
+  static const std::map<std::string, std::size_t> none;
+  return m_plan ? m_plan->fusion_counts : none;
+}
+
+execution_info session::execution() const {
+  execution_info info;
+  info.device_allocations = m_backend->device_allocations();
+  if (!m_backend->on_device()) return info;
+  info.mode = execution_mode::eager;
+  if (!m_plan) return info;
+  const plan& p = *m_plan;
+  info.launch_waits = p.launch_waits || !p.dynamic_value.empty();
+  if (p.memory) {
+    info.arena = arena_usable(p);
+    info.arena_bytes = p.memory->arena_bytes();
+    info.unplanned_bytes = p.memory->unplanned_bytes();
+    info.allocations = p.memory->allocations();
+  }
+  if (graph_usable(p)) {
+    info.mode = execution_mode::graph;
+  } else if (!p.dynamic_value.empty()) {
+    const auto it = p.shapes.find(p.dynamic_value);
+    info.reason = "the shape of '" + p.dynamic_value + "' is not static (" +
+                  (it == p.shapes.end() ? std::string("unknown") : it->second.describe()) +
+                  "): bind every symbolic dimension";
+  } else if (!m_options.memory_plan) {
+    info.reason = "memory_plan is off";
+  } else if (p.memory && p.memory->mismatch()) {
+    info.reason = "the memory plan mismatched: " + *p.memory->mismatch();
+  } else if (!m_options.cuda_graph) {
+    info.reason = "cuda_graph is off";
+  } else if (!m_backend->can_record()) {
+    info.reason = "the " + std::string(m_backend->name()) + " backend cannot record its work";
+  } else {
+    info.reason = p.not_recordable;
+  }
+  return info;
 }
 
 }  // namespace coolbench::engine

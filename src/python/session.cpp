@@ -117,7 +117,8 @@ py::array to_array(const engine::tensor& t) {
 class py_session {
  public:
   py_session(const std::string& path, std::optional<std::string> device,
-             const std::map<std::string, std::int64_t>& dims) {
+             const std::map<std::string, std::int64_t>& dims, std::optional<bool> fuse,
+             bool cuda_graph) {
     m_device = device ? *device : (device::device::count() > 0 ? "cuda:0" : "cpu");
     if (!device && m_device == "cpu") {
       py::module_::import("warnings")
@@ -132,6 +133,8 @@ class py_session {
     }
     engine::session_options options;
     for (const auto& [symbol, value] : dims) options.dimensions[symbol] = value;
+    options.fuse = fuse;
+    options.cuda_graph = cuda_graph;
     engine::graph g = engine::load_onnx(path);
     py::gil_scoped_release no_gil;
     m_session = std::make_shared<engine::session>(std::move(g), options, m_device);
@@ -178,6 +181,8 @@ class py_session {
       py::gil_scoped_release no_gil;
       for (auto& [name, value] : inputs) m_session->set_input(name, std::move(value));
       m_session->run();
+      // On a GPU the outputs are copied back when first read: here, without the GIL.
+      for (const auto& name : names) static_cast<void>(m_session->output(name));
     }
     py::list out;
     for (const auto& name : names) out.append(to_array(m_session->output(name)));
@@ -229,11 +234,14 @@ onnxruntime's InferenceSession:
 device: "cpu", "cuda" or "cuda:N"; None (the default) takes GPU 0 when there is one,
 else the CPU with a RuntimeWarning. dims binds symbolic input dimensions ahead of the
 first run. Feeds are numpy arrays of the input's dtype (bfloat16: float32 or an
-ml_dtypes bfloat16 array); outputs are new numpy arrays (bfloat16 as float32).)")
+ml_dtypes bfloat16 array); outputs are new numpy arrays (bfloat16 as float32).
+fuse: run the fusion passes (None: on a GPU, not on the CPU). cuda_graph: on a GPU,
+run a model whose shapes are all static as one CUDA graph (False: kernel by kernel).)")
       .def(py::init<const std::string&, std::optional<std::string>,
-                    const std::map<std::string, std::int64_t>&>(),
+                    const std::map<std::string, std::int64_t>&, std::optional<bool>, bool>(),
            py::arg("path"), py::kw_only(), py::arg("device") = py::none(),
-           py::arg("dims") = std::map<std::string, std::int64_t>{})
+           py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("fuse") = py::none(),
+           py::arg("cuda_graph") = true)
       .def_property_readonly("device", &py_session::device, "Where it runs: cpu or cuda:N")
       .def_property_readonly("inputs",
                              [](const py_session& s) {
@@ -261,9 +269,26 @@ ml_dtypes bfloat16 array); outputs are new numpy arrays (bfloat16 as float32).)"
           },
           "Drops the inputs, outputs and every device tensor; the next run() copies the "
           "weights in again.")
+      .def_property_readonly(
+          "execution",
+          [](const py_session& s) {
+            const engine::execution_info info = s.engine_session()->execution();
+            py::dict d;
+            d["mode"] = std::string(engine::to_string(info.mode));
+            d["reason"] = info.reason;
+            d["arena"] = info.arena;
+            d["arena_bytes"] = info.arena_bytes;
+            d["allocations"] = info.allocations;
+            d["fusions"] = s.engine_session()->fusion_counts();
+            return d;
+          },
+          "How runs execute: mode ('host', 'eager' or 'graph'), reason (why not a graph), "
+          "arena, arena_bytes, allocations (per run, from the arena) and fusions (rewrites "
+          "per fusion pass).")
       .def("__repr__", [](const py_session& s) {
         return "<coolbench.Session on " + s.device() + ", " +
-               std::to_string(s.engine_session()->node_count()) + " nodes>";
+               std::to_string(s.engine_session()->node_count()) + " nodes, " +
+               std::string(engine::to_string(s.engine_session()->execution().mode)) + ">";
       });
 }
 

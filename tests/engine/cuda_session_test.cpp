@@ -11,6 +11,7 @@
 #include "coolbench/device.hpp"
 #include "coolbench/engine/model.hpp"
 #include "coolbench/engine/session.hpp"
+#include "coolbench/measure/workload.hpp"
 #include "engine/backends/registry.hpp"
 
 namespace coolbench::engine {
@@ -99,6 +100,158 @@ TEST(cuda_session, gpt2_matches_the_cpu_and_survives_a_device_release) {
   EXPECT_EQ(std::memcmp(gpu.output(0).raw().data(), first.raw().data(), first.bytes()), 0);
   std::printf("RECORD cuda gpt2 fp32: max |cuda - cpu| = %g\n",
               max_difference(first, cpu.output(0)));
+}
+
+bool same_bytes(const tensor& a, const tensor& b) {
+  return a.type() == b.type() && a.shape() == b.shape() &&
+         std::memcmp(a.raw().data(), b.raw().data(), a.bytes()) == 0;
+}
+
+session_options graph_options(bool cuda_graph, bool memory_plan) {
+  session_options options;
+  options.cuda_graph = cuda_graph;
+  options.memory_plan = memory_plan;
+  return options;
+}
+
+// The three ways a static plan runs on the GPU give the same bytes: a CUDA
+// graph over the arena, node by node over the arena, and node by node from
+// the caching allocator (today's path before the plan).
+TEST(cuda_session, graph_arena_and_eager_runs_give_identical_outputs) {
+  REQUIRE_GPU();
+  for (const dtype type : {dtype::float32, dtype::float16}) {
+    SCOPED_TRACE(std::string(to_string(type)));
+    session graph_run(small_gpt2(type), graph_options(true, true), "cuda:0");
+    session arena_run(small_gpt2(type), graph_options(false, true), "cuda:0");
+    session eager_run(small_gpt2(type), graph_options(false, false), "cuda:0");
+    for (session* s : {&graph_run, &arena_run, &eager_run}) {
+      set_inputs(*s, 2, 16);
+      for (int i = 0; i < 3; ++i) s->run();  // record, capture, replay
+    }
+    const execution_info graph_info = graph_run.execution();
+    EXPECT_EQ(graph_info.mode, execution_mode::graph) << graph_info.reason;
+    EXPECT_TRUE(graph_info.arena);
+    EXPECT_GT(graph_info.allocations, 0U);
+    EXPECT_LE(graph_info.arena_bytes, graph_info.unplanned_bytes);
+    EXPECT_EQ(arena_run.execution().mode, execution_mode::eager);
+    EXPECT_EQ(arena_run.execution().reason, "cuda_graph is off");
+    EXPECT_TRUE(arena_run.execution().arena);
+    EXPECT_EQ(eager_run.execution().reason, "memory_plan is off");
+    EXPECT_FALSE(eager_run.execution().arena);
+    EXPECT_TRUE(same_bytes(graph_run.output(0), eager_run.output(0)));
+    EXPECT_TRUE(same_bytes(arena_run.output(0), eager_run.output(0)));
+    std::printf(
+        "RECORD cuda gpt2 %s: graph mode, arena %zu bytes for %zu allocations "
+        "(%zu without reuse), fusions %zu\n",
+        std::string(to_string(type)).c_str(), graph_info.arena_bytes, graph_info.allocations,
+        graph_info.unplanned_bytes, graph_run.fusion_counts().size());
+  }
+}
+
+TEST(cuda_session, graph_runs_allocate_nothing_and_survive_releases) {
+  REQUIRE_GPU();
+  session s(small_gpt2(dtype::float16), "cuda:0");
+  auto& gpu = device::device::get(0);
+  set_inputs(s, 1, 16);
+  s.run();
+  s.run();
+  const tensor first = s.output(0);
+  ASSERT_EQ(s.execution().mode, execution_mode::graph) << s.execution().reason;
+  const std::uint64_t allocations = s.execution().device_allocations;
+  const device::device_status before = gpu.status();
+  EXPECT_EQ(before.resources[static_cast<std::size_t>(device::resource_kind::graph)], 1U);
+  for (int i = 0; i < 20; ++i) {
+    s.run();
+    ASSERT_TRUE(same_bytes(s.output(0), first)) << "run " << i;
+  }
+  const device::device_status after = gpu.status();
+  EXPECT_EQ(s.execution().device_allocations, allocations) << "a graph run allocated";
+  EXPECT_EQ(after.live_bytes, before.live_bytes);
+  EXPECT_EQ(after.resources[static_cast<std::size_t>(device::resource_kind::allocation)],
+            before.resources[static_cast<std::size_t>(device::resource_kind::allocation)]);
+  // A device release destroys the graph and the arena; the next run takes
+  // the arena again, records the graph again and computes the same bytes.
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    const auto report = gpu.release();
+    ASSERT_TRUE(report.released) << report.note;
+    EXPECT_GE(report.destroyed[static_cast<std::size_t>(device::resource_kind::graph)], 1U);
+    s.run();
+    EXPECT_EQ(s.execution().mode, execution_mode::graph) << s.execution().reason;
+    EXPECT_EQ(gpu.status().resources[static_cast<std::size_t>(device::resource_kind::graph)], 1U);
+    ASSERT_TRUE(same_bytes(s.output(0), first)) << "cycle " << cycle;
+  }
+  // And after the session's own release, with the inputs set again.
+  s.release();
+  set_inputs(s, 1, 16);
+  s.run();
+  EXPECT_TRUE(same_bytes(s.output(0), first));
+  // Another binding is another plan, with its own arena and graph.
+  set_inputs(s, 1, 8);
+  s.run();
+  EXPECT_EQ(s.output(0).shape()[1], 8);
+  EXPECT_EQ(s.execution().mode, execution_mode::graph) << s.execution().reason;
+}
+
+// The device error flag is still read after a graph launch: an index out of
+// range in a captured Gather says so, and the next valid run is fine.
+TEST(cuda_session, a_graph_run_still_reports_an_index_out_of_range) {
+  REQUIRE_GPU();
+  graph g;
+  g.opset = 17;
+  g.inputs.push_back({"ids", dtype::int64, {{4, ""}}, true});
+  g.outputs.push_back({"y", dtype::float32, {{4, ""}, {2, ""}}, true});
+  tensor table(dtype::float32, {5, 2});
+  for (std::size_t i = 0; i < 10; ++i) table.data<float>()[i] = static_cast<float>(i);
+  g.initializers.emplace("table", table);
+  node n;
+  n.name = "lookup";
+  n.op_type = "Gather";
+  n.inputs = {"table", "ids"};
+  n.outputs = {"y"};
+  g.nodes.push_back(n);
+  session s(g, "cuda:0");
+  tensor ids(dtype::int64, {4});
+  for (std::int64_t i = 0; i < 4; ++i) ids.data<std::int64_t>()[static_cast<std::size_t>(i)] = i;
+  s.set_input("ids", ids);
+  s.run();
+  s.run();
+  ASSERT_EQ(s.execution().mode, execution_mode::graph) << s.execution().reason;
+  EXPECT_EQ(s.output(0).data<float>()[7], 7.0F);
+  ids.data<std::int64_t>()[2] = 9;
+  s.set_input("ids", ids);
+  try {
+    s.run();
+    FAIL() << "an index out of range was accepted";
+  } catch (const invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'lookup' (Gather)"), std::string::npos) << e.what();
+  }
+  ids.data<std::int64_t>()[2] = 4;
+  s.set_input("ids", ids);
+  s.run();
+  EXPECT_EQ(s.output(0).data<float>()[5], 9.0F);
+}
+
+// The model workload's figure is CUDA-event time around one launch.
+TEST(cuda_session, a_session_workload_is_timed_with_events) {
+  REQUIRE_GPU();
+  for (const bool cuda_graph : {true, false}) {
+    auto s = std::make_shared<session>(small_gpt2(dtype::float16), graph_options(cuda_graph, true),
+                                       "cuda:0");
+    std::map<std::string, tensor> inputs{{s->inputs().at(0).name, token_ids(1, 16)}};
+    auto w = measure::make_session_workload(s, inputs, "gpt2");
+    w->prepare();
+    double least = 1e9;
+    for (int i = 0; i < 20; ++i) {
+      const measure::timing t = w->run();
+      EXPECT_GT(t.latency_ms, 0.0);
+      EXPECT_LE(t.latency_ms, static_cast<double>(t.end_ns - t.start_ns) / 1e6 + 1e-3);
+      least = std::min(least, t.latency_ms);
+    }
+    EXPECT_EQ(s->execution().mode, cuda_graph ? execution_mode::graph : execution_mode::eager);
+    std::printf("RECORD session workload, %s: least of 20 runs %.4f ms\n",
+                cuda_graph ? "graph" : "eager (arena)", least);
+    w->release();
+  }
 }
 
 TEST(cuda_session, unsupported_operator_or_dtype_is_one_line_at_creation) {

@@ -133,6 +133,11 @@ TEST(device_cycles, a_model_session_runs_identically_across_releases) {
   for (int cycle = 0; cycle < cycles; ++cycle) {
     s.set_input(s.inputs().at(0).name, ids);
     s.run();
+    // The default path: the whole plan as one CUDA graph over the arena,
+    // taken and recorded again after each release.
+    ASSERT_EQ(s.execution().mode, engine::execution_mode::graph)
+        << "cycle " << cycle << ": " << s.execution().reason;
+    if (cycle > 0) s.run();  // a replay of the graph recorded in this context
     const engine::tensor& logits = s.output(0);
     if (cycle == 0) {
       first = logits;
@@ -145,7 +150,10 @@ TEST(device_cycles, a_model_session_runs_identically_across_releases) {
     ASSERT_GT(report.bytes_freed, 0U) << "cycle " << cycle << ": the session held no device memory";
     ASSERT_EQ(gpu.status().live_bytes + gpu.status().cached_bytes, 0U) << cycle;
   }
-  std::printf("RECORD model cycles: %d run/release cycles of a GPT-2 session on cuda:0\n", cycles);
+  std::printf(
+      "RECORD model cycles: %d run/release cycles of a GPT-2 session on cuda:0 (CUDA graph, "
+      "arena of %zu bytes)\n",
+      cycles, s.execution().arena_bytes);
 }
 #endif
 

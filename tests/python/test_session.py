@@ -250,3 +250,33 @@ def test_bfloat16_takes_float32_and_gives_float32(tmp_path):
     np.testing.assert_array_equal(c, [[2.0, 2.25, 0.0], [1.0, 0.0, 256.0]])
     with pytest.raises(coolbench.InvalidArgument, match="ml_dtypes"):
         s.run(None, {"a": a.astype(np.float16), "b": b})
+
+
+def test_execution_says_how_a_cpu_session_runs(gpt2_model):
+    s = coolbench.Session(gpt2_model, device="cpu", dims={"batch": 1, "sequence": 8},
+                          fuse=False, cuda_graph=False)
+    s.run(None, {"input_ids": _ids()})
+    info = s.execution
+    assert info["mode"] == "host" and info["reason"] == "" and not info["arena"]
+    assert info["fusions"] == {}
+    assert repr(s).endswith("host>")
+
+
+@pytest.mark.gpu
+def test_a_cuda_graph_gives_the_bytes_of_the_kernel_by_kernel_run(gpt2_fp16_model):
+    dims = {"batch": 2, "sequence": 8}
+    feeds = {"input_ids": _ids(batch=2)}
+    graph = coolbench.Session(gpt2_fp16_model, device="cuda:0", dims=dims)
+    eager = coolbench.Session(gpt2_fp16_model, device="cuda:0", dims=dims, cuda_graph=False)
+    for _ in range(3):
+        got = graph.run(None, feeds)
+        want = eager.run(None, feeds)
+    assert graph.execution["mode"] == "graph", graph.execution["reason"]
+    assert graph.execution["arena"] and graph.execution["arena_bytes"] > 0
+    assert eager.execution["mode"] == "eager"
+    assert eager.execution["reason"] == "cuda_graph is off"
+    for g, e in zip(got, want):
+        np.testing.assert_array_equal(g, e)
+    coolbench.release(0)  # the graph and the arena go; the next run makes them again
+    np.testing.assert_array_equal(graph.run(None, feeds)[0], want[0])
+    assert graph.execution["mode"] == "graph"

@@ -128,7 +128,10 @@ void validate(const gemm_chain_spec& spec);
 /// indexes with that input (GPT-2's token embedding), else 100. Throws
 /// not_available when the engine is not built (COOLBENCH_ENGINE=OFF) and
 /// invalid_argument when the file does not exist; the model is loaded by
-/// prepare(). run() is timed with the host clock.
+/// prepare(). On the CPU run() is timed with the host clock; on a GPU
+/// ("cuda:N") with CUDA events around the session's launch on its stream,
+/// held while it is queued (the inputs stay on the device between runs and
+/// the outputs are not copied back: the GPU's time for the model).
 [[nodiscard]] std::unique_ptr<workload> make_model_workload(
     const std::filesystem::path& model, std::string_view backend = "cpu",
     const std::map<std::string, std::int64_t>& dimensions = {});

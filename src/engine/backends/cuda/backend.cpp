@@ -27,6 +27,25 @@ class buffer_storage final : public device_storage {
   int m_ordinal;
 };
 
+// Small host tensors copy_in keeps beside their device copy, so that a node
+// reading a constant's shape, axes or scalar on the host needs no copy back.
+constexpr std::size_t k_mirror_max_bytes = 4096;
+
+// A device copy of a host tensor, with the host data kept beside it.
+class mirrored_storage final : public device_storage {
+ public:
+  mirrored_storage(std::shared_ptr<device_storage> device, tensor host)
+      : m_device(std::move(device)), m_host(std::move(host)) {}
+  void* address() const override { return m_device->address(); }
+  bool valid() const noexcept override { return m_device->valid(); }
+  std::string location() const override { return m_device->location(); }
+  [[nodiscard]] const tensor& host() const noexcept { return m_host; }
+
+ private:
+  std::shared_ptr<device_storage> m_device;
+  tensor m_host;
+};
+
 bool accepts(type_rule rule, dtype type) {
   switch (rule) {
     case type_rule::floats: return is_float(type);
@@ -51,8 +70,20 @@ tensor op_call::allocate(dtype type, shape_t shape) const {
   return backend.allocate(type, std::move(shape));
 }
 
+namespace {
+
+// `t` on the host: itself, the host copy kept with it, or a copy back.
+tensor host_value(const op_call& call, const tensor& t) {
+  if (!t.on_device()) return t;
+  if (auto mirror = cuda_backend::host_mirror(t)) return std::move(*mirror);
+  call.backend.note_blocking("reads a computed value on the host");
+  return call.backend.copy_out(t);
+}
+
+}  // namespace
+
 std::vector<std::int64_t> op_call::host_ints(const tensor& t) const {
-  const tensor host = t.on_device() ? backend.copy_out(t) : t;
+  const tensor host = host_value(*this, t);
   std::vector<std::int64_t> values;
   if (host.type() == dtype::int64) {
     const auto v = host.data<std::int64_t>();
@@ -68,7 +99,7 @@ std::vector<std::int64_t> op_call::host_ints(const tensor& t) const {
 
 double op_call::host_scalar(const tensor& t) const {
   if (t.size() != 1) fail("expected a scalar input, got shape " + to_string(t.shape()));
-  const tensor host = t.on_device() ? backend.copy_out(t) : t;
+  const tensor host = host_value(*this, t);
   switch (host.type()) {
     case dtype::float32: return host.data<float>()[0];
     case dtype::int64: return static_cast<double>(host.data<std::int64_t>()[0]);
@@ -145,7 +176,38 @@ void cuda_backend::run(const node& n, std::span<const tensor* const> inputs,
   if (entry == nullptr)
     throw invalid_argument("the " + m_name + " backend cannot run " + n.describe());
   const op_call call{*this, n, inputs, outputs, stream()};
-  entry->run(call);
+  m_running = &n;
+  try {
+    entry->run(call);
+  } catch (...) {
+    m_running = nullptr;
+    throw;
+  }
+  m_running = nullptr;
+}
+
+std::optional<tensor> cuda_backend::host_mirror(const tensor& value) {
+  const auto* mirrored = dynamic_cast<const mirrored_storage*>(value.storage().get());
+  if (mirrored == nullptr) return std::nullopt;
+  const tensor& host = mirrored->host();
+  // A view (Reshape, Squeeze) of the copy: the same bytes from its offset.
+  const auto offset = static_cast<std::size_t>(static_cast<const std::byte*>(value.device_data()) -
+                                               static_cast<const std::byte*>(mirrored->address()));
+  if (offset + value.bytes() > host.bytes()) return std::nullopt;
+  const auto bytes = host.raw().subspan(offset, value.bytes());
+  return tensor(value.type(), value.shape(), std::vector<std::byte>(bytes.begin(), bytes.end()));
+}
+
+void cuda_backend::note_blocking(const std::string& what) {
+  if (m_running != nullptr && m_blocking_note.empty()) {
+    m_blocking_note = m_running->describe() + ": " + what;
+  }
+}
+
+std::string cuda_backend::take_blocking_note() {
+  std::string note;
+  note.swap(m_blocking_note);
+  return note;
 }
 
 device::lease& cuda_backend::lease() {
@@ -153,28 +215,72 @@ device::lease& cuda_backend::lease() {
   return *m_lease;
 }
 
-tensor cuda_backend::allocate(dtype type, shape_t shape) {
-  const std::int64_t count = element_count(shape);
-  const std::size_t bytes = static_cast<std::size_t>(count) * size_of(type);
-  device::buffer block;
+device::buffer cuda_backend::device_block(std::size_t bytes, const std::string& what) {
   try {
-    block = lease().allocate(std::max<std::size_t>(bytes, 1));
+    device::buffer block = lease().allocate(std::max<std::size_t>(bytes, 1));
+    ++m_device_allocations;
+    return block;
   } catch (const cuda_error& e) {
-    throw cuda_error(m_name + ": out of device memory for a " + std::string(to_string(type)) +
-                         " tensor of shape " + to_string(shape) + " (" + std::to_string(bytes) +
+    throw cuda_error(m_name + ": out of device memory for " + what + " (" + std::to_string(bytes) +
                          " bytes); free device memory or use smaller inputs (" + e.what() + ")",
                      e.code());
   }
+}
+
+tensor cuda_backend::allocate(dtype type, shape_t shape) {
+  const std::int64_t count = element_count(shape);
+  const std::size_t bytes = static_cast<std::size_t>(count) * size_of(type);
+  std::shared_ptr<device_storage> storage;
+  if (m_source != nullptr) {
+    storage = m_source->take(bytes);
+  } else {
+    storage = std::make_shared<buffer_storage>(
+        device_block(bytes,
+                     "a " + std::string(to_string(type)) + " tensor of shape " + to_string(shape)),
+        m_ordinal);
+  }
   if (m_poison && bytes > 0) {
     COOLBENCH_CUDA_CALL(
-        cudaMemsetAsync(block.get(), 0xFF, bytes, static_cast<cudaStream_t>(stream())));
+        cudaMemsetAsync(storage->address(), 0xFF, bytes, static_cast<cudaStream_t>(stream())));
   }
-  return {type, std::move(shape), std::make_shared<buffer_storage>(std::move(block), m_ordinal)};
+  return {type, std::move(shape), std::move(storage)};
+}
+
+std::shared_ptr<device_storage> cuda_backend::allocate_block(std::size_t bytes) {
+  return std::make_shared<buffer_storage>(device_block(bytes, "a block of the session's memory"),
+                                          m_ordinal);
+}
+
+void cuda_backend::copy_into(const tensor& host, const tensor& target) {
+  if (host.type() != target.type() || host.bytes() != target.bytes()) {
+    throw invalid_argument("copy_into: a " + std::string(to_string(host.type())) + " tensor of " +
+                           to_string(host.shape()) + " does not fit a " +
+                           std::string(to_string(target.type())) + " one of " +
+                           to_string(target.shape()));
+  }
+  if (host.bytes() == 0) return;
+  COOLBENCH_CUDA_CALL(cudaMemcpyAsync(target.device_data(), host.raw().data(), host.bytes(),
+                                      cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream())));
+  synchronize();  // the host tensor may go once this returns
+}
+
+std::uint64_t cuda_backend::context_generation() { return lease().generation(); }
+
+void cuda_backend::trim() noexcept {
+  try {
+    device::device::get(m_ordinal).empty_cache();
+  } catch (const std::exception&) {  // a cache kept is only memory held
+  }
 }
 
 tensor cuda_backend::copy_in(const tensor& host) {
   if (host.on_device()) return host;
+  note_blocking("copies host data to the device");
   tensor value = allocate(host.type(), host.shape());
+  if (host.bytes() <= k_mirror_max_bytes) {
+    value = tensor(value.type(), value.shape(),
+                   std::make_shared<mirrored_storage>(value.storage(), host));
+  }
   if (host.bytes() > 0) {
     COOLBENCH_CUDA_CALL(cudaMemcpyAsync(value.device_data(), host.raw().data(), host.bytes(),
                                         cudaMemcpyHostToDevice,
@@ -188,6 +294,7 @@ tensor cuda_backend::copy_in(const tensor& host) {
 
 tensor cuda_backend::copy_out(const tensor& value) {
   if (!value.on_device()) return value;
+  note_blocking("copies a value back to the host");
   tensor host(value.type(), value.shape());
   if (value.bytes() > 0) {
     COOLBENCH_CUDA_CALL(cudaMemcpyAsync(host.raw().data(), value.device_data(), value.bytes(),

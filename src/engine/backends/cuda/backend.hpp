@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -35,9 +36,11 @@ struct op_call {
     return i < inputs.size() ? inputs[i] : nullptr;
   }
   [[nodiscard]] tensor allocate(dtype type, shape_t shape) const;
-  /// An integer input's values on the host (a small synchronous copy): shapes, axes.
+  /// An integer input's values on the host: shapes, axes. A constant's are
+  /// read from the host copy copy_in kept; any other value is copied back
+  /// (a synchronous copy, which keeps the plan from being recorded).
   [[nodiscard]] std::vector<std::int64_t> host_ints(const tensor& t) const;
-  /// A scalar input of any numeric dtype on the host, as double.
+  /// A scalar input of any numeric dtype on the host, as double (as host_ints).
   [[nodiscard]] double host_scalar(const tensor& t) const;
   [[noreturn]] void fail(const std::string& what) const;
   /// The backend's error flag and a code for `what` (prefixed with the node
@@ -104,6 +107,28 @@ class cuda_backend final : public backend {
   void end_run() noexcept override;
   void release() noexcept override;
 
+  void set_allocation_source(allocation_source* source) noexcept override { m_source = source; }
+  std::shared_ptr<device_storage> allocate_block(std::size_t bytes) override;
+  void copy_into(const tensor& host, const tensor& target) override;
+  std::uint64_t device_allocations() const noexcept override { return m_device_allocations; }
+  std::uint64_t context_generation() override;
+  void trim() noexcept override;
+  std::string take_blocking_note() override;
+  bool can_record() const noexcept override { return true; }
+  void prepare_recording() override;
+  void begin_recording() override;
+  std::unique_ptr<recorded_work> end_recording() override;
+  void abandon_recording() noexcept override;
+
+  /// The host copy of a device tensor's data that copy_in kept (constants
+  /// and other small tensors), or nullopt.
+  [[nodiscard]] static std::optional<tensor> host_mirror(const tensor& value);
+  /// Notes that the node running now waits for the device (`what`).
+  void note_blocking(const std::string& what);
+  /// The messages of the error codes a recorded run's kernels carry, set
+  /// again when it is launched (graph.cpp).
+  std::vector<std::string>& error_messages() noexcept { return m_error_messages; }
+
   /// Fills every tensor it allocates with 0xFF bytes (NaN, -1, an invalid
   /// bool) before a kernel writes it, so a test sees elements left unwritten.
   void poison_allocations(bool on) noexcept { m_poison = on; }
@@ -123,6 +148,8 @@ class cuda_backend final : public backend {
 
  private:
   const op_entry* find(std::string_view domain, std::string_view op_type) const;
+  /// A block from the device layer, with the out-of-memory message.
+  device::buffer device_block(std::size_t bytes, const std::string& what);
 
   int m_ordinal;
   std::string m_name;
@@ -132,6 +159,12 @@ class cuda_backend final : public backend {
   device::buffer m_error_flag;
   std::vector<std::string> m_error_messages;  // code k is m_error_messages[k - 1]
   bool m_poison = false;
+  allocation_source* m_source = nullptr;  // the session's arena while a plan runs
+  std::uint64_t m_device_allocations = 0;
+  const node* m_running = nullptr;  // the node run() is in
+  std::string m_blocking_note;
+  bool m_recording = false;
+  std::size_t m_messages_before_recording = 0;
 };
 
 }  // namespace coolbench::engine::cuda

@@ -1,0 +1,25 @@
+// What a host backend answers to the device-only parts of the interface.
+#include "engine/backend.hpp"
+
+namespace coolbench::engine {
+
+std::shared_ptr<device_storage> backend::allocate_block(std::size_t bytes) {
+  throw not_available("the " + std::string(name()) + " backend has no device memory (asked for " +
+                      std::to_string(bytes) + " bytes)");
+}
+
+void backend::copy_into(const tensor& host, const tensor& target) {
+  static_cast<void>(host);
+  static_cast<void>(target);
+  throw not_available("the " + std::string(name()) + " backend has no device memory to copy into");
+}
+
+void backend::begin_recording() {
+  throw not_available("the " + std::string(name()) + " backend cannot record its work");
+}
+
+std::unique_ptr<recorded_work> backend::end_recording() {
+  throw not_available("the " + std::string(name()) + " backend cannot record its work");
+}
+
+}  // namespace coolbench::engine
