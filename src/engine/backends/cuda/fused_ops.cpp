@@ -1,0 +1,167 @@
+// The ops the fusion passes make (engine/fusion), in k_fused_domain:
+// FusedGemm (cuBLASLt with a bias epilogue), FusedLayerNorm and
+// FusedElementwise (fused_layer_norm.cu, fused_elementwise.cu).
+#include <string>
+
+#include "engine/backends/cuda/fused_blas.hpp"
+#include "engine/backends/cuda/fused_kernels.hpp"
+#include "engine/backends/cuda/plan.hpp"
+#include "engine/fusion/fusion.hpp"
+
+namespace coolbench::engine::cuda {
+namespace {
+
+void require_type(const op_call& call, const tensor& t, dtype type, const char* what) {
+  if (t.type() != type) {
+    call.fail(std::string("expected ") + what + " of dtype " + std::string(to_string(type)) +
+              ", got " + std::string(to_string(t.type())));
+  }
+}
+
+blas_epilogue epilogue_for(const op_call& call, const std::string& activation) {
+  if (activation == "none" || activation == "gelu_erf") return blas_epilogue::bias;
+  if (activation == "relu") return blas_epilogue::relu_bias;
+  if (activation == "gelu_tanh") return blas_epilogue::gelu_bias;
+  call.fail("unknown activation '" + activation + "'");
+}
+
+// Inputs A, B, bias (N), optional residual (Y's shape); attributes transA,
+// transB, alpha, activation, shape (of Y). A MatMul's A of any rank is one
+// [M, K] matrix: its rows are dense.
+void fused_gemm(const op_call& call) {
+  const tensor& a = call.in(0);
+  const tensor& b = call.in(1);
+  const tensor& bias = call.in(2);
+  const tensor* residual = call.optional_in(3);
+  if (!is_float(a.type())) call.fail("unsupported dtype " + std::string(to_string(a.type())));
+  require_type(call, b, a.type(), "B");
+  require_type(call, bias, a.type(), "the bias");
+  const bool ta = call.n.get<std::int64_t>("transA", 0) != 0;
+  const bool tb = call.n.get<std::int64_t>("transB", 0) != 0;
+  if (a.rank() < 2 || b.rank() != 2 || (ta && a.rank() != 2)) {
+    call.fail("expected A of rank >= 2 (2 when transposed) and a 2-D B");
+  }
+  const std::int64_t k = ta ? a.shape()[0] : a.shape().back();
+  const std::int64_t m = a.size() / k;
+  const std::int64_t n = tb ? b.shape()[0] : b.shape()[1];
+  if ((tb ? b.shape()[1] : b.shape()[0]) != k || bias.size() != n || k == 0) {
+    call.fail("shapes do not match: A " + to_string(a.shape()) + ", B " + to_string(b.shape()) +
+              ", bias " + to_string(bias.shape()));
+  }
+  const auto& shape = call.n.get<std::vector<std::int64_t>>("shape");
+  if (element_count(shape) != m * n || shape.empty() || shape.back() != n) {
+    call.fail("output shape " + to_string(shape) + " is not [" + std::to_string(m) + ", " +
+              std::to_string(n) + "]");
+  }
+  if (residual != nullptr) {
+    require_type(call, *residual, a.type(), "the residual");
+    if (residual->size() != m * n) call.fail("expected a residual of " + to_string(shape));
+  }
+  tensor y = call.allocate(a.type(), shape);
+  const std::string activation = call.n.get<std::string>("activation", "none");
+  run_product(call, product{.type = a.type(),
+                            .trans_a = ta,
+                            .trans_b = tb,
+                            .m = m,
+                            .n = n,
+                            .k = k,
+                            .a = a.device_data(),
+                            .b = b.device_data(),
+                            .y = y.device_data(),
+                            .alpha = call.n.get<float>("alpha", 1.0F),
+                            .beta = residual != nullptr ? 1.0F : 0.0F,
+                            .c = residual != nullptr ? residual->device_data() : nullptr,
+                            .bias = bias.device_data(),
+                            .epilogue = epilogue_for(call, activation)});
+  // cuBLASLt's GELU is the tanh form: the erf form runs after, in place.
+  if (activation == "gelu_erf") {
+    launch_unary(unary_op::gelu_erf, a.type(), y.device_data(), y.device_data(), y.size(),
+                 call.stream);
+  }
+  call.outputs[0] = std::move(y);
+}
+
+// Inputs a, b (may be omitted), scale, bias (may be omitted); outputs y and
+// optionally the sum a + b; attribute epsilon. Normalizes the last axis.
+void fused_layer_norm(const op_call& call) {
+  const tensor& a = call.in(0);
+  const tensor* b = call.optional_in(1);
+  const tensor& scale = call.in(2);
+  const tensor* bias = call.optional_in(3);
+  if (!is_float(a.type()) || a.rank() == 0) {
+    call.fail("expected a float input of rank >= 1, got " + std::string(to_string(a.type())) + " " +
+              to_string(a.shape()));
+  }
+  const std::int64_t n = a.shape().back();
+  if (b != nullptr && (b->shape() != a.shape() || b->type() != a.type())) {
+    call.fail("expected the residual of A's dtype and shape " + to_string(a.shape()));
+  }
+  for (const tensor* p : {&scale, bias}) {
+    if (p != nullptr && (p->type() != a.type() || p->size() != n)) {
+      call.fail("expected Scale and B of " + std::to_string(n) + " elements of A's dtype");
+    }
+  }
+  if (call.outputs.size() > 1 && b == nullptr) call.fail("a sum output needs two inputs");
+  tensor y = call.allocate(a.type(), a.shape());
+  tensor sum;
+  if (call.outputs.size() > 1) sum = call.allocate(a.type(), a.shape());
+  launch_fused_layer_norm(a.type(), a.device_data(), b == nullptr ? nullptr : b->device_data(),
+                          scale.device_data(), bias == nullptr ? nullptr : bias->device_data(),
+                          y.device_data(), sum.on_device() ? sum.device_data() : nullptr,
+                          n == 0 ? 0 : a.size() / n, n, call.n.get<float>("epsilon", 1e-5F),
+                          call.stream);
+  call.outputs[0] = std::move(y);
+  if (call.outputs.size() > 1) call.outputs[1] = std::move(sum);
+}
+
+// Inputs broadcast to the output's shape (numpy rules); attributes program,
+// constants, output_type (a dtype number).
+void fused_elementwise(const op_call& call) {
+  const ew_program program = ew_from_attributes(call.n);
+  const auto out_type = static_cast<dtype>(call.n.get<std::int64_t>("output_type"));
+  if (!is_float(out_type) && out_type != dtype::boolean) call.fail("unsupported output dtype");
+  std::vector<shape_t> shapes;
+  for (std::size_t i = 0; i < call.n.inputs.size(); ++i) shapes.push_back(call.in(i).shape());
+  shape_t out_shape;
+  for (const auto& s : shapes) {
+    if (s.size() > out_shape.size())
+      out_shape.insert(out_shape.begin(), s.size() - out_shape.size(), 1);
+    for (std::size_t d = 0; d < s.size(); ++d) {
+      std::int64_t& o = out_shape[out_shape.size() - s.size() + d];
+      if (o == 1) {
+        o = s[d];
+      } else if (s[d] != o && s[d] != 1) {
+        call.fail("input shapes do not broadcast: " + to_string(s) + " and " +
+                  to_string(out_shape));
+      }
+    }
+  }
+  if (out_shape.size() > static_cast<std::size_t>(k_max_rank)) call.fail("rank over 8");
+  std::vector<ew_operand> operands(shapes.size());
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    operands[k].data = call.in(k).device_data();
+    operands[k].type = call.in(k).type();
+    const shape_t strides = dense_strides(shapes[k]);
+    const std::size_t lead = out_shape.size() - shapes[k].size();
+    for (std::size_t d = 0; d < shapes[k].size(); ++d) {
+      operands[k].stride[lead + d] = shapes[k][d] == 1 ? 0 : strides[d];
+    }
+  }
+  tensor y = call.allocate(out_type, out_shape);
+  launch_fused_elementwise(program, operands.data(), static_cast<int>(operands.size()),
+                           out_shape.data(), static_cast<int>(out_shape.size()), out_type,
+                           y.device_data(), call.stream);
+  call.outputs[0] = std::move(y);
+}
+
+constexpr op_entry k_ops[] = {
+    {"FusedElementwise", fused_elementwise, type_rule::any, k_fused_domain},
+    {"FusedGemm", fused_gemm, type_rule::floats, k_fused_domain},
+    {"FusedLayerNorm", fused_layer_norm, type_rule::floats, k_fused_domain},
+};
+
+}  // namespace
+
+std::span<const op_entry> fused_ops() { return k_ops; }
+
+}  // namespace coolbench::engine::cuda
