@@ -2,7 +2,8 @@
 // activation) or Gemm, plus a bias of N elements, then optionally a
 // Reshape that keeps the last dimension and either an activation (Relu,
 // GELU as one op or decomposed into elementwise nodes) or a residual Add of
-// the output's shape, becomes one FusedGemm node (cuBLASLt with a bias
+// the output's shape, becomes one FusedGemm node (without a bias, only when
+// such a tail follows) (cuBLASLt with a bias
 // epilogue on CUDA). The activation is recognised by its values: the
 // elementwise cone between the product and the candidate is compiled and
 // compared with each activation's formula, so any operand order or
@@ -20,7 +21,11 @@ constexpr std::size_t k_max_cone = 16;
 
 bool bias_like(const graph& g, const std::string& name, std::int64_t n) {
   const auto it = g.initializers.find(name);
-  if (it == g.initializers.end() || it->second.size() != n || it->second.rank() == 0) return false;
+  // Rank 1 or 2 ([N], [1, N]): the sum then has the product's shape.
+  if (it == g.initializers.end() || it->second.size() != n || it->second.rank() == 0 ||
+      it->second.rank() > 2) {
+    return false;
+  }
   return it->second.shape().back() == n;
 }
 
@@ -112,34 +117,41 @@ std::optional<tail> find_tail(const graph& g, const graph_index& index,
   if (!add || g.nodes[*add].op_type != "Add" || !g.nodes[*add].domain.empty()) return std::nullopt;
   const node& n = g.nodes[*add];
   const std::string& other = n.inputs[0] == x ? n.inputs[1] : n.inputs[0];
-  if (other == x || static_shape(context, other) != static_shape(context, x) ||
+  const auto shape = static_shape(context, x);
+  if (other == x || !shape || static_shape(context, other) != shape ||
       type_of(context, other) != type_of(context, x)) {
     return std::nullopt;
   }
   return tail{{*add}, n.outputs[0], "none", other};
 }
 
-// The product at node i with its bias; nullopt when it is not one.
+// The product at node i with its bias when it has one (bias "" when not);
+// nullopt when it is no product the fused op runs.
 std::optional<node> match_at(const graph& g, const graph_index& index,
                              const fusion_context& context, std::size_t i,
-                             std::set<std::size_t>& nodes) {
+                             std::set<std::size_t>& nodes, std::int64_t& n) {
   const node& product = g.nodes[i];
   if (!product.domain.empty() || (product.op_type != "MatMul" && product.op_type != "Gemm")) {
     return std::nullopt;
   }
   const bool gemm = product.op_type == "Gemm";
   if (product.inputs.size() < 2 || product.outputs.size() != 1) return std::nullopt;
+  // Gemm's A is 2-D by definition: its shape may be unknown (the fused op
+  // takes M from the tensor); a MatMul's must be known.
   const auto a = static_shape(context, product.inputs[0]);
   const auto b = static_shape(context, product.inputs[1]);
   const auto type = type_of(context, product.inputs[0]);
-  if (!a || !b || !type || !is_float(*type) || b->size() != 2 || a->size() < 2) return std::nullopt;
-  if (!gemm && (!g.initializers.contains(product.inputs[1]) || a->size() > 8)) return std::nullopt;
-  if (gemm && a->size() != 2) return std::nullopt;
+  if (!b || !type || !is_float(*type) || b->size() != 2) return std::nullopt;
+  if (!gemm && (!a || a->size() < 2 || a->size() > 8 || element_count(*a) == 0 ||
+                !g.initializers.contains(product.inputs[1]))) {
+    return std::nullopt;
+  }
+  if (gemm && a && (a->size() != 2 || element_count(*a) == 0)) return std::nullopt;
   const bool trans_a = gemm && product.get<std::int64_t>("transA", 0) != 0;
   const bool trans_b = gemm && product.get<std::int64_t>("transB", 0) != 0;
-  const std::int64_t k = trans_a ? (*a)[0] : a->back();
-  const std::int64_t n = trans_b ? (*b)[0] : (*b)[1];
-  if (k == 0 || n == 0 || element_count(*a) == 0) return std::nullopt;
+  const std::int64_t k = trans_b ? (*b)[1] : (*b)[0];
+  n = trans_b ? (*b)[0] : (*b)[1];
+  if (k == 0 || n == 0) return std::nullopt;
   nodes = {i};
   std::string out = product.outputs[0];
   std::string bias;
@@ -148,19 +160,16 @@ std::optional<node> match_at(const graph& g, const graph_index& index,
       return std::nullopt;
     }
     bias = product.inputs[2];
-  } else {
-    const auto add = index.sole_reader(out);
-    if (!add || g.nodes[*add].op_type != "Add" || !g.nodes[*add].domain.empty()) {
-      return std::nullopt;
-    }
+  } else if (const auto add = index.sole_reader(out);
+             add && g.nodes[*add].op_type == "Add" && g.nodes[*add].domain.empty()) {
     const node& sum = g.nodes[*add];
-    bias = sum.inputs[0] == out ? sum.inputs[1] : sum.inputs[0];
-    if (!bias_like(g, bias, n) ||
-        static_shape(context, sum.outputs[0]) != static_shape(context, out)) {
-      return std::nullopt;
+    const std::string& other = sum.inputs[0] == out ? sum.inputs[1] : sum.inputs[0];
+    if (bias_like(g, other, n) &&
+        static_shape(context, sum.outputs[0]) == static_shape(context, out)) {
+      bias = other;
+      nodes.insert(*add);
+      out = sum.outputs[0];
     }
-    nodes.insert(*add);
-    out = sum.outputs[0];
   }
   node fused = fused_node("FusedGemm", product);
   fused.inputs = {product.inputs[0], product.inputs[1], bias};
@@ -176,10 +185,10 @@ bool fuse_one(graph& g, const fusion_context& context) {
   const graph_index index(g);
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     std::set<std::size_t> nodes;
-    auto fused = match_at(g, index, context, i, nodes);
+    std::int64_t n = 0;
+    auto fused = match_at(g, index, context, i, nodes, n);
     if (!fused) continue;
     const std::string biased = fused->outputs[0];
-    const auto n = static_shape(context, biased)->back();
     // A Reshape keeping the last dimension may sit between (GPT-2's Conv1D).
     std::optional<tail> end;
     if (const auto r = index.sole_reader(biased);
@@ -187,18 +196,22 @@ bool fuse_one(graph& g, const fusion_context& context) {
       const auto shape = static_shape(context, g.nodes[*r].outputs[0]);
       if (shape && !shape->empty() && shape->back() == n) {
         end = find_tail(g, index, context, g.nodes[*r].outputs[0]);
-        if (end) end->nodes.insert(*r);
+        if (end) {
+          end->nodes.insert(*r);
+          fused->attributes["shape"] = *shape;
+        }
       }
     } else {
       end = find_tail(g, index, context, biased);
     }
+    // Without a bias, only a tail makes the fused node worth it.
+    if (!end && fused->inputs[2].empty()) continue;
     if (end) {
       nodes.insert(end->nodes.begin(), end->nodes.end());
       fused->outputs = {end->output};
       fused->attributes["activation"] = end->activation;
       if (!end->residual.empty()) fused->inputs.push_back(end->residual);
     }
-    fused->attributes["shape"] = *static_shape(context, fused->outputs[0]);
     if (!target_runs(context, *fused)) continue;
     replace_nodes(g, nodes, std::move(*fused));
     return true;

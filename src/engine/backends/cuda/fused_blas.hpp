@@ -8,9 +8,9 @@
 
 namespace coolbench::engine::cuda {
 
-/// What cuBLASLt applies after the product (its epilogues): the bias is
-/// added per output column (N), then Relu or the tanh-approximated GELU.
-enum class blas_epilogue : std::uint8_t { none, bias, relu_bias, gelu_bias };
+/// What cuBLASLt applies after the product and the bias (its epilogues):
+/// nothing, Relu, or GELU in its tanh approximation.
+enum class blas_activation : std::uint8_t { none, relu, gelu_tanh };
 
 /// One row-major product Y[M,N] = alpha op(A)[M,K] op(B)[K,N] + beta C, over
 /// `batch` matrices `stride_*` elements apart; C is Y unless given (then of
@@ -27,8 +27,8 @@ struct product {
   std::int64_t batch = 1;
   std::int64_t stride_a = 0, stride_b = 0, stride_y = 0;
   const void* c = nullptr;     ///< nullptr: Y itself
-  const void* bias = nullptr;  ///< N elements of Y's dtype, for the bias epilogues
-  blas_epilogue epilogue = blas_epilogue::none;
+  const void* bias = nullptr;  ///< N elements of Y's dtype added per column, or none
+  blas_activation activation = blas_activation::none;
 };
 
 /// Queues the product on the call's stream (fp32 accumulation, no TF32

@@ -18,24 +18,25 @@ void require_type(const op_call& call, const tensor& t, dtype type, const char* 
   }
 }
 
-blas_epilogue epilogue_for(const op_call& call, const std::string& activation) {
-  if (activation == "none" || activation == "gelu_erf") return blas_epilogue::bias;
-  if (activation == "relu") return blas_epilogue::relu_bias;
-  if (activation == "gelu_tanh") return blas_epilogue::gelu_bias;
+blas_activation activation_for(const op_call& call, const std::string& activation) {
+  if (activation == "none" || activation == "gelu_erf") return blas_activation::none;
+  if (activation == "relu") return blas_activation::relu;
+  if (activation == "gelu_tanh") return blas_activation::gelu_tanh;
   call.fail("unknown activation '" + activation + "'");
 }
 
-// Inputs A, B, bias (N), optional residual (Y's shape); attributes transA,
-// transB, alpha, activation, shape (of Y). A MatMul's A of any rank is one
-// [M, K] matrix: its rows are dense.
+// Inputs A, B, bias (N; may be omitted), residual (Y's shape; optional);
+// attributes transA, transB, alpha, activation, and shape (of Y, when a
+// Reshape was folded in; else A's leading dimensions and N). A MatMul's A
+// of any rank is one [M, K] matrix: its rows are dense.
 void fused_gemm(const op_call& call) {
   const tensor& a = call.in(0);
   const tensor& b = call.in(1);
-  const tensor& bias = call.in(2);
+  const tensor* bias = call.optional_in(2);
   const tensor* residual = call.optional_in(3);
   if (!is_float(a.type())) call.fail("unsupported dtype " + std::string(to_string(a.type())));
   require_type(call, b, a.type(), "B");
-  require_type(call, bias, a.type(), "the bias");
+  if (bias != nullptr) require_type(call, *bias, a.type(), "the bias");
   const bool ta = call.n.get<std::int64_t>("transA", 0) != 0;
   const bool tb = call.n.get<std::int64_t>("transB", 0) != 0;
   if (a.rank() < 2 || b.rank() != 2 || (ta && a.rank() != 2)) {
@@ -44,11 +45,14 @@ void fused_gemm(const op_call& call) {
   const std::int64_t k = ta ? a.shape()[0] : a.shape().back();
   const std::int64_t m = a.size() / k;
   const std::int64_t n = tb ? b.shape()[0] : b.shape()[1];
-  if ((tb ? b.shape()[1] : b.shape()[0]) != k || bias.size() != n || k == 0) {
+  if ((tb ? b.shape()[1] : b.shape()[0]) != k || (bias != nullptr && bias->size() != n) || k == 0) {
     call.fail("shapes do not match: A " + to_string(a.shape()) + ", B " + to_string(b.shape()) +
-              ", bias " + to_string(bias.shape()));
+              (bias != nullptr ? ", bias " + to_string(bias->shape()) : std::string()));
   }
-  const auto& shape = call.n.get<std::vector<std::int64_t>>("shape");
+  shape_t shape(a.shape().begin(), a.shape().end() - 1);
+  if (ta) shape = {a.shape()[1]};
+  shape.push_back(n);
+  shape = call.n.get<std::vector<std::int64_t>>("shape", shape);
   if (element_count(shape) != m * n || shape.empty() || shape.back() != n) {
     call.fail("output shape " + to_string(shape) + " is not [" + std::to_string(m) + ", " +
               std::to_string(n) + "]");
@@ -71,8 +75,8 @@ void fused_gemm(const op_call& call) {
                             .alpha = call.n.get<float>("alpha", 1.0F),
                             .beta = residual != nullptr ? 1.0F : 0.0F,
                             .c = residual != nullptr ? residual->device_data() : nullptr,
-                            .bias = bias.device_data(),
-                            .epilogue = epilogue_for(call, activation)});
+                            .bias = bias != nullptr ? bias->device_data() : nullptr,
+                            .activation = activation_for(call, activation)});
   // cuBLASLt's GELU is the tanh form: the erf form runs after, in place.
   if (activation == "gelu_erf") {
     launch_unary(unary_op::gelu_erf, a.type(), y.device_data(), y.device_data(), y.size(),

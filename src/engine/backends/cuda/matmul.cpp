@@ -76,14 +76,20 @@ void layout(lt_object<cublasLtMatrixLayout_t, cublasStatus_t (*)(cublasLtMatrixL
 
 // The bias runs along cuBLAS's rows: Y^T's, our columns (N).
 void set_epilogue(cublasLtMatmulDesc_t desc, const product& p) {
-  if (p.epilogue == blas_epilogue::none) return;
-  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-  if (p.epilogue == blas_epilogue::relu_bias) epilogue = CUBLASLT_EPILOGUE_RELU_BIAS;
-  if (p.epilogue == blas_epilogue::gelu_bias) epilogue = CUBLASLT_EPILOGUE_GELU_BIAS;
+  const bool bias = p.bias != nullptr;
+  cublasLtEpilogue_t epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  if (p.activation == blas_activation::relu) {
+    epilogue = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  } else if (p.activation == blas_activation::gelu_tanh) {
+    epilogue = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  }
+  if (epilogue == CUBLASLT_EPILOGUE_DEFAULT) return;
   COOLBENCH_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                        &epilogue, sizeof epilogue));
-  COOLBENCH_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                       &p.bias, sizeof p.bias));
+  if (bias) {
+    COOLBENCH_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                         &p.bias, sizeof p.bias));
+  }
 }
 
 }  // namespace
