@@ -29,6 +29,9 @@ struct product {
   const void* c = nullptr;     ///< nullptr: Y itself
   const void* bias = nullptr;  ///< N elements of Y's dtype added per column, or none
   blas_activation activation = blas_activation::none;
+  /// When set, cuBLASLt having no algorithm (for an epilogue) sets it and
+  /// queues nothing, instead of failing.
+  bool* no_algorithm = nullptr;
 };
 
 /// Queues the product on the call's stream (fp32 accumulation, no TF32
