@@ -128,15 +128,7 @@ class host_fused_backend final : public backend {
     ++m_fused_runs;
     if (n.op_type == "FusedGemm") return host_gemm(n, in, out);
     if (n.op_type == "FusedLayerNorm") return host_layer_norm(n, in, out);
-    shape_t shape;
-    for (const tensor* t : in) {
-      if (t->rank() > shape.size()) shape.insert(shape.begin(), t->rank() - shape.size(), 1);
-      for (std::size_t d = 0; d < t->rank(); ++d) {
-        auto& o = shape[shape.size() - t->rank() + d];
-        o = o == 1 ? t->shape()[d] : o;
-      }
-    }
-    host_elementwise(n, in, out, shape);
+    host_elementwise(n, in, out, n.get<std::vector<std::int64_t>>("shape"));
   }
   std::size_t fused_runs() const { return m_fused_runs; }
 
@@ -288,6 +280,23 @@ TEST(FusionElementwise, TreeWithBroadcastsBecomesOneProgram) {
     ASSERT_EQ(fused.nodes.size(), 1U);
     EXPECT_EQ(fused.nodes[0].inputs.size(), 3U);  // x, c, mask; the constants are immediate
   }
+}
+
+TEST(FusionElementwise, OneElementConstantsKeepTheirRank) {
+  // x [4] + c [1, 1] is [1, 4]: the constant becomes an immediate, the shape stays.
+  graph g;
+  g.name = "rank";
+  g.opset = 17;
+  g.inputs = {declared("x", dtype::float32, {4})};
+  g.initializers["c"] = tensor(dtype::float32, {1, 1});
+  g.initializers["c"].data<float>()[0] = 0.25F;
+  g.nodes.push_back(make_node("Add", {"x", "c"}, {"t"}));
+  g.nodes.push_back(make_node("Tanh", {"t"}, {"y"}));
+  g.outputs = {declared("y", dtype::float32, {1, 4})};
+  const graph fused = fuse_and_compare(g, {{"x", random_tensor(dtype::float32, {4}, 3)}},
+                                       {{"elementwise", 1}}, 1e-6, 1e-6);
+  EXPECT_EQ(fused.nodes[0].get<std::vector<std::int64_t>>("shape"),
+            (std::vector<std::int64_t>{1, 4}));
 }
 
 TEST(FusionElementwise, StopsAtSharedValuesAndRuntimeExponents) {

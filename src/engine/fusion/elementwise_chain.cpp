@@ -47,6 +47,8 @@ bool fuse_one(graph& g, const fusion_context& context) {
     ew_to_attributes(compiled->program, fused);
     fused.attributes["output_type"] =
         static_cast<std::int64_t>(*type_of(context, g.nodes[root].outputs[0]));
+    // The shape, since one-element constants (of any rank) became immediates.
+    fused.attributes["shape"] = *static_shape(context, g.nodes[root].outputs[0]);
     if (!target_runs(context, fused)) continue;
     replace_nodes(g, members, std::move(fused));
     return true;

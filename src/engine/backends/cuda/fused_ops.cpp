@@ -159,26 +159,23 @@ void fused_layer_norm(const op_call& call) {
 }
 
 // Inputs broadcast to the output's shape (numpy rules); attributes program,
-// constants, output_type (a dtype number).
+// constants, output_type (the engine's dtype number), shape (the output's).
 void fused_elementwise(const op_call& call) {
   const ew_program program = ew_from_attributes(call.n);
   const auto out_type = static_cast<dtype>(call.n.get<std::int64_t>("output_type"));
   if (!is_float(out_type) && out_type != dtype::boolean) call.fail("unsupported output dtype");
+  const shape_t out_shape = call.n.get<std::vector<std::int64_t>>("shape");
   std::vector<shape_t> shapes;
-  for (std::size_t i = 0; i < call.n.inputs.size(); ++i) shapes.push_back(call.in(i).shape());
-  shape_t out_shape;
-  for (const auto& s : shapes) {
-    if (s.size() > out_shape.size())
-      out_shape.insert(out_shape.begin(), s.size() - out_shape.size(), 1);
-    for (std::size_t d = 0; d < s.size(); ++d) {
-      std::int64_t& o = out_shape[out_shape.size() - s.size() + d];
-      if (o == 1) {
-        o = s[d];
-      } else if (s[d] != o && s[d] != 1) {
-        call.fail("input shapes do not broadcast: " + to_string(s) + " and " +
-                  to_string(out_shape));
-      }
+  for (std::size_t i = 0; i < call.n.inputs.size(); ++i) {
+    const shape_t& s = call.in(i).shape();
+    bool fits = s.size() <= out_shape.size();
+    for (std::size_t d = 0; fits && d < s.size(); ++d) {
+      const std::int64_t o = out_shape[out_shape.size() - s.size() + d];
+      fits = s[d] == o || s[d] == 1;
     }
+    if (!fits)
+      call.fail("input " + to_string(s) + " does not broadcast to " + to_string(out_shape));
+    shapes.push_back(s);
   }
   if (out_shape.size() > static_cast<std::size_t>(k_max_rank)) call.fail("rank over 8");
   std::vector<ew_operand> operands(shapes.size());
