@@ -191,6 +191,32 @@ TEST(FusionGemm, BiasAndEachActivationBecomeOneNode) {
   }
 }
 
+TEST(FusionPatterns, SixteenBitGraphsFuseAndComputeTheSame) {
+  // The host target computes each fused op in float32 and rounds once; the
+  // unfused graph rounds at every node: a few 16-bit steps apart.
+  for (const dtype type : {dtype::float16, dtype::bfloat16}) {
+    SCOPED_TRACE(std::string(to_string(type)));
+    const double tol = type == dtype::float16 ? 1e-2 : 3e-2;
+    const std::map<std::string, std::string> activation = {
+        {"relu", "relu"},          {"gelu", "gelu_erf"},           {"gelu_tanh_op", "gelu_tanh"},
+        {"gelu_new", "gelu_tanh"}, {"gelu_erf_parts", "gelu_erf"}, {"residual", "none"}};
+    for (const auto& [tail, kind] : activation) {
+      SCOPED_TRACE(tail);
+      std::map<std::string, tensor> inputs{{"x", random_tensor(type, {3, 16}, 1)}};
+      if (tail == "residual") inputs["r"] = random_tensor(type, {3, 8}, 2);
+      const graph fused = fuse_and_compare(gemm_graph(type, {3, 16}, 8, tail), inputs,
+                                           {{"gemm_epilogue", 1}}, tol, tol);
+      EXPECT_EQ(fused.nodes.at(0).get<std::string>("activation"), kind);
+    }
+    for (const bool decomposed : {false, true}) {
+      const graph g = layer_norm_graph(type, {4, 40}, decomposed, true, true);
+      fuse_and_compare(
+          g, {{"a", random_tensor(type, {4, 40}, 3)}, {"b", random_tensor(type, {4, 40}, 4)}},
+          {{"layer_norm", 1}}, tol, tol);
+    }
+  }
+}
+
 TEST(FusionGemm, GemmWithBiasInput) {
   const graph g = gemm_graph(dtype::float32, {5, 8}, 6, "relu", /*gemm_op=*/true);
   const graph fused = fuse_and_compare(g, {{"x", random_tensor(dtype::float32, {5, 8}, 3)}},

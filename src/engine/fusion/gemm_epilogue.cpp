@@ -61,19 +61,36 @@ double reference(const std::string& activation, double x) {
   return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 
+// The op a cone must hold to be this activation: the erf and tanh GELUs
+// differ by less than a 16-bit float's precision, so values alone cannot
+// tell them apart there.
+const char* key_op(const std::string& activation) {
+  if (activation == "relu") return "Relu";
+  return activation == "gelu_erf" ? "Erf" : "Tanh";
+}
+
 // Which activation the cone computes, compared in float32 without the
 // graph dtype's rounding at points spread over where the activations differ.
+// The tolerance is the dtype's: a 16-bit graph's constants (0.044715,
+// sqrt(2/pi)) are rounded to it.
 std::optional<std::string> activation_of(const graph& g, const fusion_context& context,
-                                         const std::set<std::size_t>& cone) {
+                                         const std::set<std::size_t>& cone, dtype type) {
   auto compiled = ew_compile(g, context, std::vector<std::size_t>(cone.begin(), cone.end()));
   if (!compiled || compiled->inputs.size() != 1) return std::nullopt;
   for (auto& i : compiled->program.code) i.round = ew_round::none;
+  const double tolerance = type == dtype::float32 ? 2e-6 : type == dtype::float16 ? 1e-3 : 8e-3;
   for (const std::string activation : {"relu", "gelu_tanh", "gelu_erf"}) {
-    bool same = true;
+    bool same = false;
+    for (const std::size_t i : cone) {
+      const node& n = g.nodes[i];
+      const bool tanh_gelu = n.get<std::string>("approximate", "none") == "tanh";
+      same = same || n.op_type == key_op(activation) ||
+             (n.op_type == "Gelu" && activation == (tanh_gelu ? "gelu_tanh" : "gelu_erf"));
+    }
     for (double x = -6.0; x <= 6.0 && same; x += 0.173) {
       const double want = reference(activation, x);
       const double got = ew_evaluate(compiled->program, {static_cast<float>(x)});
-      same = std::abs(got - want) <= 2e-6 * (1 + std::abs(want));
+      same = std::abs(got - want) <= tolerance * (1 + std::abs(want));
     }
     if (same) return activation;
   }
@@ -109,7 +126,7 @@ std::optional<tail> find_tail(const graph& g, const graph_index& index,
     if (!cone || static_shape(context, g.nodes[*it].outputs[0]) != static_shape(context, x)) {
       continue;
     }
-    if (auto activation = activation_of(g, context, *cone)) {
+    if (auto activation = activation_of(g, context, *cone, *type_of(context, x))) {
       return tail{*cone, g.nodes[*it].outputs[0], *activation, {}};
     }
   }
