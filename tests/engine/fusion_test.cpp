@@ -325,6 +325,47 @@ TEST(FusionElementwise, OneElementConstantsKeepTheirRank) {
             (std::vector<std::int64_t>{1, 4}));
 }
 
+TEST(FusionElementwise, LongChainsReuseRegisters) {
+  // 40 nodes, each reading the previous value and x: two registers live at
+  // a time plus a constant; one program of 40 + 3 instructions.
+  graph g;
+  g.name = "long";
+  g.opset = 17;
+  g.inputs = {declared("x", dtype::float32, {2, 9})};
+  g.initializers["k"] = scalar(dtype::float32, 0.7F);
+  std::string last = "x";
+  for (int i = 0; i < 40; ++i) {
+    const std::string out = "v" + std::to_string(i);
+    if (i % 3 == 0) g.nodes.push_back(make_node("Mul", {last, "k"}, {out}));
+    if (i % 3 == 1) g.nodes.push_back(make_node("Add", {last, "x"}, {out}));
+    if (i % 3 == 2) g.nodes.push_back(make_node("Tanh", {last}, {out}));
+    last = out;
+  }
+  g.outputs = {declared(last, dtype::float32, {2, 9})};
+  const graph fused = fuse_and_compare(g, {{"x", random_tensor(dtype::float32, {2, 9}, 5)}},
+                                       {{"elementwise", 1}}, 1e-5, 1e-6);
+  const ew_program program = ew_from_attributes(fused.nodes.at(0));
+  int highest = 0;
+  for (const auto& i : program.code) highest = std::max<int>(highest, i.dst);
+  EXPECT_LE(highest, 3);
+  // Past the 48 instructions a program holds, the tree is not fused whole.
+  graph longer = g;
+  for (int i = 40; i < 60; ++i) {
+    const std::string out = "v" + std::to_string(i);
+    longer.nodes.push_back(make_node("Tanh", {last}, {out}));
+    last = out;
+  }
+  longer.outputs = {declared(last, dtype::float32, {2, 9})};
+  host_fused_backend target;
+  specialize_and_fuse(longer, target);
+  EXPECT_GT(longer.nodes.size(), 1U);
+  for (const auto& n : longer.nodes) {
+    if (n.domain == k_fused_domain) {
+      EXPECT_LE(ew_from_attributes(n).code.size(), 48U);
+    }
+  }
+}
+
 TEST(FusionElementwise, StopsAtSharedValuesAndRuntimeExponents) {
   host_fused_backend target;
   graph g;
