@@ -71,6 +71,8 @@ std::span<const op_entry> data_ops();
 std::span<const op_entry> reduce_ops();
 std::span<const op_entry> matmul_ops();
 std::span<const op_entry> nn_ops();
+/// The fusion passes' ops, in k_fused_domain (fused_ops.cpp).
+std::span<const op_entry> fused_ops();
 
 /// cuBLASLt state of one context generation (matmul.cpp): the handle (a
 /// cublasLtHandle_t) adopted by the device layer, and the workspace.

@@ -12,6 +12,7 @@
 
 #include "core/cublas_check.hpp"
 #include "engine/backends/cuda/backend.hpp"
+#include "engine/backends/cuda/fused_blas.hpp"
 #include "engine/backends/cuda/kernels.hpp"
 
 namespace coolbench::engine::cuda {
@@ -52,21 +53,6 @@ cudaDataType_t cuda_type(dtype type) {
   }
 }
 
-/// One row-major product Y[M,N] = alpha op(A)[M,K] op(B)[K,N] + beta Y, over
-/// `batch` matrices `stride_*` elements apart.
-struct product {
-  dtype type = dtype::float32;
-  bool trans_a = false;
-  bool trans_b = false;
-  std::int64_t m = 0, n = 0, k = 0;
-  const void* a = nullptr;
-  const void* b = nullptr;
-  void* y = nullptr;
-  float alpha = 1, beta = 0;
-  std::int64_t batch = 1;
-  std::int64_t stride_a = 0, stride_b = 0, stride_y = 0;
-};
-
 template <class T, class Destroy>
 struct lt_object {
   T value = nullptr;
@@ -88,6 +74,26 @@ void layout(lt_object<cublasLtMatrixLayout_t, cublasStatus_t (*)(cublasLtMatrixL
       out.value, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
 }
 
+// The bias runs along cuBLAS's rows: Y^T's, our columns (N).
+void set_epilogue(cublasLtMatmulDesc_t desc, const product& p) {
+  const bool bias = p.bias != nullptr;
+  cublasLtEpilogue_t epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  if (p.activation == blas_activation::relu) {
+    epilogue = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  } else if (p.activation == blas_activation::gelu_tanh) {
+    epilogue = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  }
+  if (epilogue == CUBLASLT_EPILOGUE_DEFAULT) return;
+  COOLBENCH_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                       &epilogue, sizeof epilogue));
+  if (bias) {
+    COOLBENCH_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                         &p.bias, sizeof p.bias));
+  }
+}
+
+}  // namespace
+
 void run_product(const op_call& call, const product& p) {
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;
   blas_state& blas = call.backend.blas();
@@ -106,6 +112,7 @@ void run_product(const op_call& call, const product& p) {
       cublasLtMatmulDescSetAttribute(desc.value, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
   COOLBENCH_CUBLAS_CALL(
       cublasLtMatmulDescSetAttribute(desc.value, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
+  set_epilogue(desc.value, p);
   const cudaDataType_t type = cuda_type(p.type);
   layout_t la{nullptr, cublasLtMatrixLayoutDestroy};
   layout_t lb{nullptr, cublasLtMatrixLayoutDestroy};
@@ -124,13 +131,19 @@ void run_product(const op_call& call, const product& p) {
   COOLBENCH_CUBLAS_CALL(cublasLtMatmulAlgoGetHeuristic(handle, desc.value, la.value, lb.value,
                                                        ly.value, ly.value, preference.value, 1,
                                                        &heuristic, &found));
+  if (found == 0 && p.no_algorithm != nullptr) {
+    *p.no_algorithm = true;
+    return;
+  }
   if (found == 0) call.fail("cuBLASLt has no algorithm for this product");
   // The empty inner dimension: cuBLASLt would read nothing, so Y = beta Y.
   COOLBENCH_CUBLAS_CALL(cublasLtMatmul(handle, desc.value, &p.alpha, p.b, la.value, p.a, lb.value,
-                                       &p.beta, p.y, ly.value, p.y, ly.value, &heuristic.algo,
-                                       blas.workspace.get(), k_workspace_bytes,
+                                       &p.beta, p.c != nullptr ? p.c : p.y, ly.value, p.y, ly.value,
+                                       &heuristic.algo, blas.workspace.get(), k_workspace_bytes,
                                        static_cast<cudaStream_t>(call.stream)));
 }
+
+namespace {
 
 void require_float(const op_call& call, const tensor& t) {
   if (!is_float(t.type())) call.fail("unsupported dtype " + std::string(to_string(t.type())));

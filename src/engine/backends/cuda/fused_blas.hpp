@@ -1,0 +1,42 @@
+// The cuBLASLt product matmul.cpp runs, shared with the fused GEMM op: a
+// row-major Y = epilogue(alpha op(A) op(B) + beta C + bias).
+#pragma once
+
+#include <cstdint>
+
+#include "engine/backends/cuda/backend.hpp"
+
+namespace coolbench::engine::cuda {
+
+/// What cuBLASLt applies after the product and the bias (its epilogues):
+/// nothing, Relu, or GELU in its tanh approximation.
+enum class blas_activation : std::uint8_t { none, relu, gelu_tanh };
+
+/// One row-major product Y[M,N] = alpha op(A)[M,K] op(B)[K,N] + beta C, over
+/// `batch` matrices `stride_*` elements apart; C is Y unless given (then of
+/// Y's layout).
+struct product {
+  dtype type = dtype::float32;
+  bool trans_a = false;
+  bool trans_b = false;
+  std::int64_t m = 0, n = 0, k = 0;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* y = nullptr;
+  float alpha = 1, beta = 0;
+  std::int64_t batch = 1;
+  std::int64_t stride_a = 0, stride_b = 0, stride_y = 0;
+  const void* c = nullptr;     ///< nullptr: Y itself
+  const void* bias = nullptr;  ///< N elements of Y's dtype added per column, or none
+  blas_activation activation = blas_activation::none;
+  /// When set, cuBLASLt having no algorithm (for an epilogue) sets it and
+  /// queues nothing, instead of failing.
+  bool* no_algorithm = nullptr;
+};
+
+/// Queues the product on the call's stream (fp32 accumulation, no TF32
+/// unless COOLBENCH_ALLOW_TF32=1); fails naming the node when cuBLASLt has
+/// no algorithm for it.
+void run_product(const op_call& call, const product& p);
+
+}  // namespace coolbench::engine::cuda

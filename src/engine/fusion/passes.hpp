@@ -1,0 +1,22 @@
+// The fusion passes (fusion.cpp lists them in the order they run). Each
+// rewrites every match it finds and returns how many it replaced.
+#pragma once
+
+#include <cstddef>
+
+#include "engine/fusion/fusion.hpp"
+
+namespace coolbench::engine::fusion_detail {
+
+/// MatMul by a 2-D weight or Gemm, plus a bias, then Relu, GELU (either
+/// form, as one op or decomposed) or a residual Add: FusedGemm.
+std::size_t fuse_gemm_epilogues(graph& g, const fusion_context& context);
+
+/// LayerNormalization over the last axis (the opset-17 op or the opset-14
+/// decomposition), with the residual Add before it: FusedLayerNorm.
+std::size_t fuse_layer_norms(graph& g, const fusion_context& context);
+
+/// Trees of elementwise nodes over one output shape: FusedElementwise.
+std::size_t fuse_elementwise_chains(graph& g, const fusion_context& context);
+
+}  // namespace coolbench::engine::fusion_detail

@@ -1,0 +1,196 @@
+// The fused CUDA ops against the CPU reference: each pattern graph of
+// fusion_cases.hpp is fused for the CUDA backend and run there (every
+// allocation poisoned with 0xFF bytes, so an element a kernel leaves
+// unwritten fails), and the same graph unfused runs on the CPU; float32,
+// float16 and bfloat16, over edge shapes (one row, widths that are no
+// multiple of the vector width, rows wider than the LayerNorm's shared-memory
+// cache, large products). Then every exported model of tests/data/models,
+// fused, against the CPU. Tolerances are the conformance runner's reference
+// mode. Needs a GPU (ctest label gpu); skips with the reason without one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "coolbench/core/error.hpp"
+#include "coolbench/device.hpp"
+#include "engine/backends/cuda/backend.hpp"
+#include "engine/backends/registry.hpp"
+#include "engine/fusion_cases.hpp"
+
+namespace coolbench::engine {
+namespace {
+
+using namespace fusion_cases;  // NOLINT(google-build-using-namespace): the cases' vocabulary
+
+int gpu_count() {
+  try {
+    return device::device::count();
+  } catch (const error&) {
+    return 0;
+  }
+}
+
+std::unique_ptr<backend> poisoned_cuda() {
+  auto b = make_cuda_backend(0);
+  dynamic_cast<cuda::cuda_backend&>(*b).poison_allocations(true);
+  return b;
+}
+
+// The conformance runner's reference tolerances: |got - want| <= atol +
+// rtol |want|, against the unfused graph in the same dtype or, for the
+// 16-bit dtypes, in float32 (`exact`, may be empty): a fused kernel rounds
+// once where the unfused nodes round at every step, so it may be nearer
+// the exact value than the unfused 16-bit graph is.
+void expect_close(const std::map<std::string, tensor>& got,
+                  const std::map<std::string, tensor>& want,
+                  const std::map<std::string, tensor>& exact, const std::string& label) {
+  for (const auto& [name, w] : want) {
+    const tensor& g = got.at(name);
+    ASSERT_EQ(g.shape(), w.shape()) << label << " " << name;
+    ASSERT_EQ(g.type(), w.type()) << label << " " << name;
+    const bool wide = w.type() == dtype::float32;
+    const double rtol = wide ? 1e-4 : 1e-2, atol = wide ? 1e-5 : 1e-2;
+    const auto near = [&](double a, double b) {
+      return std::abs(a - b) <= atol + rtol * std::abs(b);
+    };
+    std::size_t bad = 0;
+    double worst = 0;
+    for (std::size_t i = 0; i < static_cast<std::size_t>(w.size()); ++i) {
+      const double a = get(g, i), b = get(w, i);
+      const bool ok = near(a, b) || (exact.contains(name) && near(a, get(exact.at(name), i)));
+      if (!ok && bad++ == 0) {
+        ADD_FAILURE() << label << " " << name << "[" << i << "]: cuda " << a << ", cpu " << b;
+      }
+      worst = std::max(worst, std::abs(a - b));
+    }
+    EXPECT_EQ(bad, 0U) << label << " " << name << ": elements out of tolerance (max |diff| "
+                       << worst << ")";
+  }
+}
+
+tensor widened(const tensor& t) {
+  if (!is_float(t.type())) return t;
+  tensor w(dtype::float32, t.shape());
+  for (std::size_t i = 0; i < static_cast<std::size_t>(t.size()); ++i) set(w, i, get(t, i));
+  return w;
+}
+
+// The graph in float32: 16-bit initializers, declarations and Casts widened.
+graph widened(const graph& g) {
+  graph w = g;
+  for (auto& [name, t] : w.initializers) t = widened(t);
+  for (auto* values : {&w.inputs, &w.outputs}) {
+    for (auto& v : *values) v.type = is_float(v.type) ? dtype::float32 : v.type;
+  }
+  for (auto& n : w.nodes) {
+    const auto to = n.get<std::int64_t>("to", 0);
+    if (n.op_type == "Cast" && (to == 10 || to == 16)) n.attributes["to"] = std::int64_t{1};
+  }
+  return w;
+}
+
+std::map<std::string, tensor> inputs_for(const graph& g, unsigned seed) {
+  std::map<std::string, tensor> inputs;
+  for (const auto& v : g.inputs) {
+    shape_t shape;
+    for (const auto& d : v.shape) shape.push_back(d.value);
+    inputs[v.name] = random_tensor(v.type, shape, seed++);
+  }
+  return inputs;
+}
+
+// Fuses `g` for CUDA (expecting `pass` to rewrite it), runs it there and
+// the unfused graph on the CPU.
+void check(const graph& g, const std::string& pass, const std::string& label) {
+  SCOPED_TRACE(label);
+  const auto cuda = poisoned_cuda();
+  graph fused = g;
+  const auto counts = specialize_and_fuse(fused, *cuda);
+  ASSERT_TRUE(counts.contains(pass)) << label << ": the " << pass << " pass fused nothing";
+  const auto inputs = inputs_for(g, 7);
+  const auto cpu = make_backend("cpu");
+  std::map<std::string, tensor> exact;
+  if (g.inputs[0].type != dtype::float32) {
+    std::map<std::string, tensor> wide_inputs;
+    for (const auto& [name, t] : inputs) wide_inputs[name] = widened(t);
+    exact = run_graph(widened(g), *cpu, wide_inputs);
+  }
+  expect_close(run_graph(fused, *cuda, inputs), run_graph(g, *cpu, inputs), exact, label);
+}
+
+const std::vector<dtype> k_floats = {dtype::float32, dtype::float16, dtype::bfloat16};
+
+TEST(cuda_fusion, gemm_epilogues_match_the_cpu) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run";
+  const std::vector<std::pair<shape_t, std::int64_t>> shapes = {
+      {{1, 8}, 16}, {{2, 3, 40}, 36}, {{2, 5, 33}, 7}, {{2, 128, 768}, 768}};
+  for (const dtype type : k_floats) {
+    for (const auto& [x, n] : shapes) {
+      for (const std::string tail :
+           {"none", "relu", "gelu", "gelu_tanh_op", "gelu_new", "gelu_erf_parts", "residual"}) {
+        check(gemm_graph(type, x, n, tail), "gemm_epilogue",
+              std::string(to_string(type)) + " MatMul " + to_string(x) + " N " + std::to_string(n) +
+                  " " + tail);
+      }
+    }
+    check(gemm_graph(type, {5, 8}, 6, "relu", true), "gemm_epilogue",
+          std::string(to_string(type)) + " Gemm relu");
+    check(gemm_graph(type, {64, 256}, 96, "gelu_new", true), "gemm_epilogue",
+          std::string(to_string(type)) + " Gemm gelu_new");
+  }
+}
+
+TEST(cuda_fusion, layer_norms_match_the_cpu) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run";
+  // One row; a width no multiple of 8 (scalar loads); a wide one; rows
+  // wider than the shared-memory cache (11264); many rows.
+  const std::vector<shape_t> shapes = {{1, 1, 8}, {3, 7}, {2, 5, 768}, {2, 20000}, {1024, 1024}};
+  for (const dtype type : k_floats) {
+    for (const auto& shape : shapes) {
+      for (const bool decomposed : {false, true}) {
+        for (const int form : {0, 1, 2}) {  // alone, with the residual, with the sum read too
+          check(layer_norm_graph(type, shape, decomposed, form > 0, form == 2), "layer_norm",
+                std::string(to_string(type)) + " " + to_string(shape) +
+                    (decomposed ? " decomposed" : " op") + " form " + std::to_string(form));
+        }
+      }
+    }
+  }
+}
+
+TEST(cuda_fusion, elementwise_programs_match_the_cpu) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run";
+  for (const dtype type : k_floats) {
+    for (const shape_t& shape : std::vector<shape_t>{{1}, {3, 4, 10}, {2, 1, 3, 17}, {256, 4099}}) {
+      check(elementwise_graph(type, shape), "elementwise",
+            std::string(to_string(type)) + " " + to_string(shape));
+    }
+    check(gemm_graph(type, {4, 8}, 8, "almost_gelu"), "elementwise",
+          std::string(to_string(type)) + " GELU-like chain after a product");
+  }
+}
+
+TEST(cuda_fusion, exported_models_match_the_cpu_fused) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run";
+  for (const auto& c : model_cases()) {
+    SCOPED_TRACE(c.folder);
+    const graph g = load_onnx(model_path(c));
+    graph reference = g;
+    fold_constants(reference, c.bound);
+    remove_dead_nodes(reference);
+    const auto cuda = poisoned_cuda();
+    graph fused = g;
+    const auto counts = specialize_and_fuse(fused, *cuda, c.bound);
+    std::printf("%s:", c.folder.c_str());
+    for (const auto& [pass, n] : counts) std::printf(" %s %zu", pass.c_str(), n);
+    std::printf(" (%zu nodes, %zu unfused)\n", fused.nodes.size(), reference.nodes.size());
+    EXPECT_FALSE(counts.empty());
+    const auto inputs = model_inputs(g, c.bound);
+    const auto cpu = make_backend("cpu");
+    expect_close(run_graph(fused, *cuda, inputs), run_graph(reference, *cpu, inputs), {}, c.folder);
+  }
+}
+
+}  // namespace
+}  // namespace coolbench::engine
