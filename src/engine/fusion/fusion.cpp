@@ -2,11 +2,15 @@
 
 #include <vector>
 
+#include "engine/fusion/attention.hpp"
+
 namespace coolbench::engine {
 
 std::span<const fusion_entry> fusion_passes() {
   // One line per pass, larger patterns first.
-  static const std::vector<fusion_entry> passes = {};
+  static const std::vector<fusion_entry> passes = {
+      {"attention", fuse_attention},
+  };
   return passes;
 }
 
