@@ -189,18 +189,22 @@ struct export_case {
 TEST(attention_fusion, fuses_every_transformer_export) {
   const symbol_bindings text{{"batch", 2}, {"sequence", 16}};
   const symbol_bindings past{{"batch", 2}, {"sequence", 4}, {"past_sequence", 8}};
-  const std::vector<export_case> cases = {{"test_gpt2_torchscript_op18_nopast", text},
-                                          {"test_gpt2_dynamo_op18_nopast", text},
-                                          {"test_gpt2_torchscript_op18_past", past},
-                                          {"test_gpt2_dynamo_op18_past", past},
-                                          {"test_bert_torchscript_op14", text},
-                                          {"test_bert_torchscript_op18", text},
-                                          {"test_bert_dynamo_op18", text},
-                                          {"test_distilbert_torchscript_op14", text},
-                                          {"test_distilbert_torchscript_op18", text},
-                                          {"test_distilbert_dynamo_op18", text},
-                                          {"test_vit_torchscript_op18", {{"batch", 2}}},
-                                          {"test_vit_dynamo_op18", {{"batch", 2}}}};
+  const std::vector<export_case> cases = {
+      {"test_gpt2_torchscript_op18_nopast", text},
+      {"test_gpt2_dynamo_op18_nopast", text},
+      {"test_gpt2_torchscript_op18_past", past},
+      {"test_gpt2_dynamo_op18_past", past},
+      {"test_bert_torchscript_op14", text},
+      {"test_bert_torchscript_op18", text},
+      {"test_bert_dynamo_op18", text},
+      {"test_distilbert_torchscript_op14", text},
+      {"test_distilbert_torchscript_op18", text},
+      {"test_distilbert_dynamo_op18", text},
+      {"test_vit_torchscript_op18", {{"batch", 2}}},
+      {"test_vit_dynamo_op18", {{"batch", 2}}},
+      // One new token on a past: the decode form.
+      {"test_gpt2_torchscript_op18_past", {{"batch", 2}, {"sequence", 1}, {"past_sequence", 8}}},
+      {"test_gpt2_dynamo_op18_past", {{"batch", 2}, {"sequence", 1}, {"past_sequence", 8}}}};
   std::size_t fused = 0;
   for (const auto& c : cases) {
     const graph g = load_onnx(k_models / c.folder / "model.onnx");
@@ -208,7 +212,7 @@ TEST(attention_fusion, fuses_every_transformer_export) {
     expect_fused_equal(g, c.bound, 2, c.folder);
     ++fused;
   }
-  EXPECT_EQ(fused, 12U) << "the 12 transformer exports (ResNet has no attention)";
+  EXPECT_EQ(fused, 14U) << "the 12 transformer exports (ResNet has no attention), 2 as decode";
 }
 
 TEST(attention_fusion, recognises_folded_causal_masks) {
