@@ -5,7 +5,8 @@
 // over 50 runs after 5 warm-up runs on random data. Prints one markdown row
 // per configuration: milliseconds, speed-up, and the fused kernel's FLOP/s
 // (4·B·H·Sq·Sk·D, halved for causal prefill) and bytes/s (q, k, v, out,
-// mask once each).
+// mask once each), and the fused node again on the float32 FMA kernel
+// (COOLBENCH_ATTENTION_KERNEL=fma) where the tensor-core one runs.
 //
 //   build/bench/attention_bench [RUNS]
 #include <cuda_runtime_api.h>
@@ -132,7 +133,7 @@ int main(int argc, char** argv) {
   std::printf("%s, %d runs after 5 warm-up runs\n\n", gpu->describe().c_str(), runs);
   std::printf(
       "| config | dtype | unfused ms | fused ms | speed-up | fused TFLOP/s | fused GB/s |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
   for (const auto& c : configs()) {
     const attention_spec& s = c.spec;
     const graph unfused = attention_graph(s);
@@ -145,15 +146,19 @@ int main(int argc, char** argv) {
     }
     const double before = time_graph(unfused, *gpu, runs);
     const double after = time_graph(fused, *gpu, runs);
+    // The float32 FMA kernel on the same 16-bit data (float32 always takes it).
+    ::setenv("COOLBENCH_ATTENTION_KERNEL", "fma", 1);
+    const double fma = time_graph(fused, *gpu, runs);
+    ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
     const bool causal_prefill = s.mask == mask_kind::causal_where && s.sq > 1;
     const double flops = 4.0 * static_cast<double>(s.batch * s.heads * s.sq * s.sk * s.head_dim) *
                          (causal_prefill ? 0.5 : 1.0);
     const double elements =
         static_cast<double>(s.batch * s.heads * s.head_dim * (2 * s.sq + 2 * s.sk));
     const double bytes = elements * static_cast<double>(size_of(s.type));
-    std::printf("| %s | %s | %.4f | %.4f | %.2fx | %.2f | %.0f |\n", c.name,
+    std::printf("| %s | %s | %.4f | %.4f | %.2fx | %.2f | %.0f | %.4f |\n", c.name,
                 std::string(to_string(s.type)).c_str(), before, after, before / after,
-                flops / after / 1e9, bytes / after / 1e6);
+                flops / after / 1e9, bytes / after / 1e6, fma);
   }
   return 0;
 }

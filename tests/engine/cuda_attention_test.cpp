@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -160,18 +161,30 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
     }
   }
   cases.push_back({5, 0, 40, mask_kind::causal_where, true});  // a head_dim below 64, a mask input
-  for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
-    for (const auto& c : cases) {
-      attention_spec s;
-      s.type = type, s.sq = c.sq, s.sk = c.sq + c.past, s.head_dim = c.head_dim, s.mask = c.mask;
-      s.causal_as_input = c.mask_as_input, s.split_scale = c.mask == mask_kind::causal_add;
-      const std::string what = std::string(to_string(type)) + " sq " + std::to_string(c.sq) +
-                               " past " + std::to_string(c.past) + " d " +
-                               std::to_string(c.head_dim) + " mask " +
-                               std::to_string(static_cast<int>(c.mask));
-      check_kernel(s, *cpu, gpu, what);
+  // float16 and bfloat16 on the tensor-core kernel (sm_90), then again on
+  // the FMA kernel every dtype can take.
+  for (const char* kernel : {"default", "fma"}) {
+    if (std::string(kernel) == "fma") {
+      ::setenv("COOLBENCH_ATTENTION_KERNEL", "fma", 1);
+    } else {
+      ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
+    }
+    for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
+      if (type == dtype::float32 && std::string(kernel) == "fma") continue;  // fma already
+      for (const auto& c : cases) {
+        attention_spec s;
+        s.type = type, s.sq = c.sq, s.sk = c.sq + c.past, s.head_dim = c.head_dim;
+        s.mask = c.mask, s.causal_as_input = c.mask_as_input;
+        s.split_scale = c.mask == mask_kind::causal_add;
+        const std::string what = std::string(kernel) + " " + std::string(to_string(type)) + " sq " +
+                                 std::to_string(c.sq) + " past " + std::to_string(c.past) + " d " +
+                                 std::to_string(c.head_dim) + " mask " +
+                                 std::to_string(static_cast<int>(c.mask));
+        check_kernel(s, *cpu, gpu, what);
+      }
     }
   }
+  ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
 }
 
 TEST(cuda_attention, many_batches_and_heads) {

@@ -13,7 +13,11 @@
 // rescales the chunks to the common maximum.
 #include <cfloat>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "engine/backends/cuda/attention.hpp"
+#include "engine/backends/cuda/attention_mma.cuh"
 #include "engine/backends/cuda/common.cuh"
 
 namespace coolbench::engine::cuda {
@@ -158,6 +162,118 @@ __global__ void __launch_bounds__(k_threads, 4)
   }
 }
 
+// The tensor-core variant of flash_kernel (attention_mma.cuh); 16-bit only.
+template <class T, int Dim>
+__global__ void __launch_bounds__(mma::k_threads, 2)
+    mma_flash_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
+                     attention_plan p) {
+  constexpr int keys = mma::keys_per_tile<Dim>, st = mma::stride<Dim>;
+  extern __shared__ __align__(16) unsigned char mma_shared[];
+  T* qs = reinterpret_cast<T*>(mma_shared);  // [64][st]
+  T* ks = qs + mma::k_rows * st;             // [keys][st]
+  T* vs = ks + keys * st;                    // [keys][st]
+  const std::int64_t bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads, d = p.head_dim;
+  const std::int64_t m0 = std::int64_t{blockIdx.y} * mma::k_rows;
+  const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1];
+  const T* vb = v + b * p.v_stride[0] + h * p.v_stride[1];
+  mma::load_tile<T, Dim>(qs, q + bh * p.sq * d, m0, p.sq, d, mma::k_rows);
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tig = lane % 4;
+  const int r0 = warp * 16 + g;  // this thread's rows: r0 and r0 + 8
+  std::uint32_t qa[Dim / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < Dim / 16; ++kk) {
+    const int col = kk * 16 + tig * 2;
+    qa[kk][0] = mma::pair(&qs[r0 * st + col]);
+    qa[kk][1] = mma::pair(&qs[(r0 + 8) * st + col]);
+    qa[kk][2] = mma::pair(&qs[r0 * st + col + 8]);
+    qa[kk][3] = mma::pair(&qs[(r0 + 8) * st + col + 8]);
+  }
+  const std::int64_t row_of[2] = {m0 + r0 < p.sq ? m0 + r0 : p.sq - 1,
+                                  m0 + r0 + 8 < p.sq ? m0 + r0 + 8 : p.sq - 1};
+  float peak[2] = {-INFINITY, -INFINITY}, total[2] = {0, 0};
+  float o[Dim / 8][4];
+#pragma unroll
+  for (int dt = 0; dt < Dim / 8; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0;
+  std::int64_t end = p.sk;
+  if (p.causal) {
+    const std::int64_t last = m0 + mma::k_rows - 1 + p.sk - p.sq;
+    end = last + 1 < end ? last + 1 : end;
+  }
+  for (std::int64_t n0 = 0; n0 < end; n0 += keys) {
+    __syncthreads();  // the previous tile's readers are done
+    mma::load_tile<T, Dim>(ks, kb, n0, p.sk, d, keys);
+    mma::load_tile<T, Dim>(vs, vb, n0, p.sk, d, keys);
+    __syncthreads();
+    float s[keys / 8][4];
+    float tile_peak[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int nt = 0; nt < keys / 8; ++nt) {
+      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0;
+#pragma unroll
+      for (int kk = 0; kk < Dim / 16; ++kk) {
+        const T* key = &ks[(nt * 8 + g) * st + kk * 16 + tig * 2];
+        mma::mma16816<T>(s[nt], qa[kk], mma::pair(key), mma::pair(key + 8));
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const std::int64_t j = n0 + nt * 8 + tig * 2 + e % 2;
+        const float x = s[nt][e] * p.scale;
+        s[nt][e] = j < p.sk ? adjust(x, bias, mask, p, b, h, row_of[e / 2], j) : -INFINITY;
+        tile_peak[e / 2] = fmaxf(tile_peak[e / 2], s[nt][e]);
+      }
+    }
+    float base[2], rescale[2], tile_total[2] = {0, 0};
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float next = fmaxf(peak[r], row_max(tile_peak[r]));
+      base[r] = next == -INFINITY ? 0.0F : next;
+      rescale[r] = __expf(peak[r] - base[r]);
+      peak[r] = next;
+    }
+#pragma unroll
+    for (int nt = 0; nt < keys / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[nt][e] = __expf(s[nt][e] - base[e / 2]);
+        tile_total[e / 2] += s[nt][e];
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) total[r] = total[r] * rescale[r] + row_sum(tile_total[r]);
+#pragma unroll
+    for (int dt = 0; dt < Dim / 8; ++dt) {
+      o[dt][0] *= rescale[0], o[dt][1] *= rescale[0];
+      o[dt][2] *= rescale[1], o[dt][3] *= rescale[1];
+    }
+#pragma unroll
+    for (int kk = 0; kk < keys / 16; ++kk) {
+      const std::uint32_t pa[4] = {mma::pack<T>(s[2 * kk][0], s[2 * kk][1]),
+                                   mma::pack<T>(s[2 * kk][2], s[2 * kk][3]),
+                                   mma::pack<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                   mma::pack<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      const T* vk = &vs[(kk * 16 + tig * 2) * st + g];
+#pragma unroll
+      for (int dt = 0; dt < Dim / 8; ++dt) {
+        const T* at = vk + dt * 8;
+        mma::mma16816<T>(o[dt], pa, mma::pair(at[0], at[st]), mma::pair(at[8 * st], at[9 * st]));
+      }
+    }
+  }
+#pragma unroll
+  for (int dt = 0; dt < Dim / 8; ++dt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const std::int64_t i = m0 + r0 + 8 * (e / 2);
+      const std::int64_t col = dt * 8 + tig * 2 + e % 2;
+      if (i < p.sq && col < d) {
+        out[(bh * p.sq + i) * d + col] =
+            narrow<T>(finish(o[dt][e], total[e / 2], p.zero_empty_rows));
+      }
+    }
+  }
+}
+
 __device__ float block_max(float v, float* scratch) {
   for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffU, v, o));
   __syncthreads();
@@ -269,6 +385,28 @@ void launch_flash(const T* q, const T* k, const T* v, const T* bias, const bool*
   check_launch();
 }
 
+// The tensor-core kernel runs where its sm_90 code is (the PTX the project
+// also ships is for compute_75, without mma); COOLBENCH_ATTENTION_KERNEL=fma
+// picks the float32 FMA kernel instead, for comparisons.
+bool use_tensor_cores() {
+  const char* forced = std::getenv("COOLBENCH_ATTENTION_KERNEL");
+  if (forced != nullptr && std::strcmp(forced, "fma") == 0) return false;
+  int device = 0, major = 0;
+  COOLBENCH_CUDA_CALL(cudaGetDevice(&device));
+  COOLBENCH_CUDA_CALL(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major == 9;
+}
+
+template <class T, int Dim>
+void launch_mma_flash(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
+                      const attention_plan& p, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(p.batch * p.heads),
+                  static_cast<unsigned>((p.sq + mma::k_rows - 1) / mma::k_rows));
+  mma_flash_kernel<T, Dim>
+      <<<grid, mma::k_threads, mma::shared_bytes<Dim>, stream>>>(q, k, v, bias, mask, out, p);
+  check_launch();
+}
+
 }  // namespace
 
 std::int64_t attention_scratch_floats(const attention_plan& plan) {
@@ -306,10 +444,18 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
       combine_kernel<T>
           <<<static_cast<unsigned>(rows), k_threads, 0, s>>>(scratch, ot, plan, chunks);
       check_launch();
-    } else if (plan.head_dim <= 64) {
-      launch_flash<T, 64>(qt, kt, vt, bt, mask, ot, plan, s);
-    } else {
-      launch_flash<T, 128>(qt, kt, vt, bt, mask, ot, plan, s);
+    } else if (std::is_same_v<T, float> || !use_tensor_cores()) {
+      if (plan.head_dim <= 64) {
+        launch_flash<T, 64>(qt, kt, vt, bt, mask, ot, plan, s);
+      } else {
+        launch_flash<T, 128>(qt, kt, vt, bt, mask, ot, plan, s);
+      }
+    } else if constexpr (!std::is_same_v<T, float>) {
+      if (plan.head_dim <= 64) {
+        launch_mma_flash<T, 64>(qt, kt, vt, bt, mask, ot, plan, s);
+      } else {
+        launch_mma_flash<T, 128>(qt, kt, vt, bt, mask, ot, plan, s);
+      }
     }
   });
 }
