@@ -132,7 +132,9 @@ int main(int argc, char** argv) {
   const auto gpu = make_backend("cuda:0");
   std::printf("%s, %d runs after 5 warm-up runs\n\n", gpu->describe().c_str(), runs);
   std::printf(
-      "| config | dtype | unfused ms | fused ms | speed-up | fused TFLOP/s | fused GB/s |\n");
+      "| config | dtype | unfused ms | fused ms | speed-up | fused TFLOP/s | fused GB/s | fused "
+      "FMA "
+      "kernel ms |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   for (const auto& c : configs()) {
     const attention_spec& s = c.spec;
