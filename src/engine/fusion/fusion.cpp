@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "engine/fusion/attention.hpp"
 #include "engine/fusion/passes.hpp"
 
 namespace coolbench::engine {
@@ -9,7 +10,8 @@ namespace coolbench::engine {
 std::span<const fusion_entry> fusion_passes() {
   // One line per pass, larger patterns first.
   static const std::vector<fusion_entry> passes = {
-      // The attention pass goes first, here: it needs the MatMuls and Softmax.
+      // Attention first: it needs the MatMuls and the Softmax the others would take.
+      {"attention", fuse_attention},
       {"gemm_epilogue", fusion_detail::fuse_gemm_epilogues},
       {"layer_norm", fusion_detail::fuse_layer_norms},
       {"elementwise", fusion_detail::fuse_elementwise_chains},

@@ -1,0 +1,166 @@
+// coolbench.Attention against the op sequence it replaces, on cuda:0: each
+// configuration's unfused graph (MatMul, scale, mask, Softmax, MatMul, as
+// the exporters write it) and the same graph after the attention fusion
+// pass, each run node by node on the CUDA backend, timed with CUDA events
+// over 50 runs after 5 warm-up runs on random data. Prints one markdown row
+// per configuration: milliseconds, speed-up, and the fused kernel's FLOP/s
+// (4·B·H·Sq·Sk·D, halved for causal prefill) and bytes/s (q, k, v, out,
+// mask once each), and the fused node again on the float32 FMA kernel
+// (COOLBENCH_ATTENTION_KERNEL=fma) where the tensor-core one runs.
+//
+//   build/bench/attention_bench [RUNS]
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "coolbench/device.hpp"
+#include "coolbench/engine/passes.hpp"
+#include "engine/attention_graphs.hpp"
+#include "engine/backend.hpp"
+#include "engine/backends/registry.hpp"
+#include "engine/fusion/fusion.hpp"
+
+namespace {
+
+using namespace coolbench::engine;                  // NOLINT(google-build-using-namespace)
+using namespace coolbench::engine::attention_test;  // NOLINT(google-build-using-namespace)
+
+void check(cudaError_t status) {
+  if (status != cudaSuccess) {
+    std::fprintf(stderr, "CUDA error: %s\n", cudaGetErrorString(status));
+    std::exit(1);
+  }
+}
+
+tensor random_tensor(dtype type, const shape_t& shape, std::mt19937& rng) {
+  tensor t(type, shape);
+  std::normal_distribution<float> normal(0, 1);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(t.size()); ++i) {
+    const float v = normal(rng);
+    if (type == dtype::float32) {
+      t.data<float>()[i] = v;
+    } else {
+      const std::uint16_t bits = type == dtype::float16 ? float_to_half(v) : float_to_bfloat16(v);
+      std::memcpy(t.raw().data() + i * 2, &bits, 2);
+    }
+  }
+  return t;
+}
+
+// Milliseconds per run of g's nodes on b (inputs resident), by CUDA events.
+double time_graph(const graph& g, backend& b, int runs) {
+  std::mt19937 rng(3);
+  std::map<std::string, tensor> values;
+  for (const auto& [name, t] : g.initializers) values[name] = b.copy_in(t);
+  for (const auto& v : g.inputs) {
+    shape_t shape;
+    for (const auto& d : v.shape) shape.push_back(d.value);
+    values[v.name] = b.copy_in(v.type == dtype::boolean ? future_mask(shape[2], shape[3], true)
+                                                        : random_tensor(v.type, shape, rng));
+  }
+  const auto once = [&] {
+    for (const node& n : g.nodes) {
+      std::vector<const tensor*> in;
+      for (const auto& name : n.inputs) in.push_back(name.empty() ? nullptr : &values.at(name));
+      std::vector<tensor> out(n.outputs.size());
+      b.run(n, in, out);
+      for (std::size_t i = 0; i < out.size(); ++i) values[n.outputs[i]] = std::move(out[i]);
+    }
+  };
+  for (int i = 0; i < 5; ++i) once();
+  const auto stream = static_cast<cudaStream_t>(b.stream());
+  cudaEvent_t start = nullptr, stop = nullptr;
+  check(cudaEventCreate(&start));
+  check(cudaEventCreate(&stop));
+  check(cudaEventRecord(start, stream));
+  for (int i = 0; i < runs; ++i) once();
+  check(cudaEventRecord(stop, stream));
+  check(cudaEventSynchronize(stop));
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, start, stop));
+  check(cudaEventDestroy(start));
+  check(cudaEventDestroy(stop));
+  b.synchronize();
+  b.end_run();
+  return static_cast<double>(ms) / runs;
+}
+
+struct config {
+  const char* name;
+  attention_spec spec;
+};
+
+std::vector<config> configs() {
+  std::vector<config> list;
+  for (const dtype t : {dtype::float16, dtype::bfloat16, dtype::float32}) {
+    const auto gpt2 = [&](std::int64_t batch, std::int64_t sq, std::int64_t sk) {
+      attention_spec s;
+      s.type = t, s.batch = batch, s.heads = 12, s.sq = sq, s.sk = sk, s.head_dim = 64;
+      s.mask = mask_kind::causal_where;
+      return s;
+    };
+    list.push_back({"gpt2 prefill b1 s128", gpt2(1, 128, 128)});
+    list.push_back({"gpt2 prefill b8 s128", gpt2(8, 128, 128)});
+    list.push_back({"gpt2 prefill b1 s1024", gpt2(1, 1024, 1024)});
+    list.push_back({"gpt2 decode b1 past128", gpt2(1, 1, 129)});
+    list.push_back({"gpt2 decode b8 past1024", gpt2(8, 1, 1025)});
+    attention_spec bert = gpt2(32, 128, 128);
+    bert.mask = mask_kind::bias, bert.split_scale = true;
+    list.push_back({"bert b32 s128 padding bias", bert});
+    attention_spec vit = gpt2(32, 197, 197);
+    vit.mask = mask_kind::none;
+    list.push_back({"vit b32 s197", vit});
+    attention_spec wide = gpt2(1, 512, 512);
+    wide.head_dim = 128;
+    list.push_back({"d128 b1 s512 causal", wide});
+  }
+  return list;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int runs = argc > 1 ? std::atoi(argv[1]) : 50;
+  if (coolbench::device::device::count() == 0) {
+    std::fprintf(stderr, "attention_bench: no GPU\n");
+    return 1;
+  }
+  const auto gpu = make_backend("cuda:0");
+  std::printf("%s, %d runs after 5 warm-up runs\n\n", gpu->describe().c_str(), runs);
+  std::printf(
+      "| config | dtype | unfused ms | fused ms | speed-up | fused TFLOP/s | fused GB/s | fused "
+      "FMA "
+      "kernel ms |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  for (const auto& c : configs()) {
+    const attention_spec& s = c.spec;
+    const graph unfused = attention_graph(s);
+    graph fused = unfused;
+    const auto shapes = infer_shapes(fused);
+    const auto counts = fuse_for_backend(fused, fusion_context{shapes, *gpu});
+    if (!counts.contains("attention")) {
+      std::fprintf(stderr, "%s: the pass did not fuse\n", c.name);
+      return 1;
+    }
+    const double before = time_graph(unfused, *gpu, runs);
+    const double after = time_graph(fused, *gpu, runs);
+    // The float32 FMA kernel on the same 16-bit data (float32 always takes it).
+    ::setenv("COOLBENCH_ATTENTION_KERNEL", "fma", 1);
+    const double fma = time_graph(fused, *gpu, runs);
+    ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
+    const bool causal_prefill = s.mask == mask_kind::causal_where && s.sq > 1;
+    const double flops = 4.0 * static_cast<double>(s.batch * s.heads * s.sq * s.sk * s.head_dim) *
+                         (causal_prefill ? 0.5 : 1.0);
+    const double elements =
+        static_cast<double>(s.batch * s.heads * s.head_dim * (2 * s.sq + 2 * s.sk));
+    const double bytes = elements * static_cast<double>(size_of(s.type));
+    std::printf("| %s | %s | %.4f | %.4f | %.2fx | %.2f | %.0f | %.4f |\n", c.name,
+                std::string(to_string(s.type)).c_str(), before, after, before / after,
+                flops / after / 1e9, bytes / after / 1e6, fma);
+  }
+  return 0;
+}

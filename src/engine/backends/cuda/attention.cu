@@ -1,0 +1,463 @@
+// coolbench.Attention's kernels, float32 arithmetic for every dtype.
+//
+// Prefill (flash_kernel): a block takes 32 query rows of one (batch, head)
+// and walks the keys in tiles of 32 through shared memory, keeping a running
+// maximum and sum per row (online softmax), so the [sq, sk] scores never
+// reach global memory. Four threads share a row: each scores 8 keys of the
+// tile and owns a quarter of the output row. With the causal flag the tiles
+// past a block's last visible key are never loaded.
+//
+// Decode (sq == 1): one row has too little work for a block per (batch,
+// head); split_kernel scores one chunk of keys per block and writes its
+// maximum, sum and unnormalised output row to scratch, and combine_kernel
+// rescales the chunks to the common maximum.
+#include <cfloat>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "engine/backends/cuda/attention.hpp"
+#include "engine/backends/cuda/attention_mma.cuh"
+#include "engine/backends/cuda/common.cuh"
+
+namespace coolbench::engine::cuda {
+namespace {
+
+constexpr int k_rows = 32;      // query rows per block
+constexpr int k_keys = 32;      // keys per tile
+constexpr int k_threads = 128;  // 4 per row
+constexpr int k_per_thread = k_keys / 4;
+constexpr int k_max_chunk = 256;  // keys per split-K block
+
+// Bias, mask and causal flag applied to one raw score.
+template <class T>
+__device__ __forceinline__ float adjust(float x, const T* bias, const bool* mask,
+                                        const attention_plan& p, std::int64_t b, std::int64_t h,
+                                        std::int64_t i, std::int64_t j) {
+  if (bias != nullptr) {
+    x += load(bias, b * p.bias_stride[0] + h * p.bias_stride[1] + i * p.bias_stride[2] +
+                        j * p.bias_stride[3]);
+  }
+  if (mask != nullptr && mask[b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2] +
+                              j * p.mask_stride[3]] != p.mask_keeps) {
+    x = p.mask_value;
+  }
+  if (p.causal && j > i + p.sk - p.sq) x = -INFINITY;
+  return x;
+}
+
+__device__ __forceinline__ float finish(float acc, float total, bool zero_empty_rows) {
+  if (total > 0) return acc / total;
+  return zero_empty_rows ? 0.0F : __int_as_float(0x7fc00000);  // NaN, as Softmax of all -inf
+}
+
+// The 4 threads of a row are adjacent lanes.
+__device__ __forceinline__ float row_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffU, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffU, v, 2));
+}
+__device__ __forceinline__ float row_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffU, v, 1);
+  return v + __shfl_xor_sync(0xffffffffU, v, 2);
+}
+
+template <int Dim>
+constexpr std::size_t flash_shared_bytes() {
+  return sizeof(float) *
+         (k_rows * (Dim + 1) + k_keys * (Dim + 1) + k_keys * Dim + k_rows * (k_keys + 1));
+}
+
+// Scores of this thread's 8 keys of the tile for its row.
+template <int Dim>
+__device__ __forceinline__ void score_tile(const float* qs, const float* ks, int row, int lane4,
+                                           float (&s)[k_per_thread]) {
+#pragma unroll
+  for (int t = 0; t < k_per_thread; ++t) s[t] = 0;
+#pragma unroll 4
+  for (int c = 0; c < Dim; ++c) {
+    const float qc = qs[row * (Dim + 1) + c];
+#pragma unroll
+    for (int t = 0; t < k_per_thread; ++t) s[t] += qc * ks[(lane4 + 4 * t) * (Dim + 1) + c];
+  }
+}
+
+// At least 4 blocks per SM (128 registers a thread at most): the register
+// budget ptxas otherwise picks spills the bfloat16 variant.
+template <class T, int Dim>
+__global__ void __launch_bounds__(k_threads, 4)
+    flash_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
+                 attention_plan p) {
+  extern __shared__ float shared[];
+  float* qs = shared;                   // [k_rows][Dim + 1], scaled
+  float* ks = qs + k_rows * (Dim + 1);  // [k_keys][Dim + 1]
+  float* vs = ks + k_keys * (Dim + 1);  // [k_keys][Dim]
+  float* ps = vs + k_keys * Dim;        // [k_rows][k_keys + 1]
+  const std::int64_t bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads;
+  const std::int64_t m0 = std::int64_t{blockIdx.y} * k_rows;
+  const std::int64_t d = p.head_dim;
+  const T* qb = q + bh * p.sq * d;
+  const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1];
+  const T* vb = v + b * p.v_stride[0] + h * p.v_stride[1];
+  for (int e = threadIdx.x; e < k_rows * Dim; e += k_threads) {
+    const int r = e / Dim, c = e % Dim;
+    qs[r * (Dim + 1) + c] = m0 + r < p.sq && c < d ? load(qb, (m0 + r) * d + c) * p.scale : 0.0F;
+  }
+  const int row = threadIdx.x / 4, lane4 = threadIdx.x % 4;
+  const std::int64_t i = m0 + row;
+  const std::int64_t i_clamped = i < p.sq ? i : p.sq - 1;
+  float peak = -INFINITY, total = 0;
+  float acc[Dim / 4];
+#pragma unroll
+  for (int c = 0; c < Dim / 4; ++c) acc[c] = 0;
+  std::int64_t end = p.sk;
+  if (p.causal) {
+    const std::int64_t last = m0 + k_rows - 1 + p.sk - p.sq;  // the last row's last visible key
+    end = last + 1 < end ? last + 1 : end;
+  }
+  for (std::int64_t n0 = 0; n0 < end; n0 += k_keys) {
+    __syncthreads();  // the previous tile's readers are done
+    for (int e = threadIdx.x; e < k_keys * Dim; e += k_threads) {
+      const int j = e / Dim, c = e % Dim;
+      const bool valid = n0 + j < p.sk && c < d;
+      ks[j * (Dim + 1) + c] = valid ? load(kb, (n0 + j) * d + c) : 0.0F;
+      vs[j * Dim + c] = valid ? load(vb, (n0 + j) * d + c) : 0.0F;
+    }
+    __syncthreads();
+    float s[k_per_thread];
+    score_tile<Dim>(qs, ks, row, lane4, s);
+    float tile_peak = -INFINITY;
+#pragma unroll
+    for (int t = 0; t < k_per_thread; ++t) {
+      const std::int64_t j = n0 + lane4 + 4 * t;
+      s[t] = j < p.sk ? adjust(s[t], bias, mask, p, b, h, i_clamped, j) : -INFINITY;
+      tile_peak = fmaxf(tile_peak, s[t]);
+    }
+    const float next = fmaxf(peak, row_max(tile_peak));
+    const float base = next == -INFINITY ? 0.0F : next;  // a row hidden so far adds nothing
+    const float rescale = __expf(peak - base);
+    float tile_total = 0;
+#pragma unroll
+    for (int t = 0; t < k_per_thread; ++t) {
+      const float e = __expf(s[t] - base);
+      ps[row * (k_keys + 1) + lane4 + 4 * t] = e;
+      tile_total += e;
+    }
+    total = total * rescale + row_sum(tile_total);
+    peak = next;
+    __syncwarp();  // the row's probabilities come from the same warp
+#pragma unroll
+    for (int c = 0; c < Dim / 4; ++c) acc[c] *= rescale;
+    for (int j = 0; j < k_keys; ++j) {
+      const float pj = ps[row * (k_keys + 1) + j];
+#pragma unroll
+      for (int c = 0; c < Dim / 4; ++c) acc[c] += pj * vs[j * Dim + lane4 + 4 * c];
+    }
+  }
+  if (i >= p.sq) return;
+  T* o = out + (bh * p.sq + i) * d;
+#pragma unroll
+  for (int c = 0; c < Dim / 4; ++c) {
+    const int col = lane4 + 4 * c;
+    if (col < d) o[col] = narrow<T>(finish(acc[c], total, p.zero_empty_rows));
+  }
+}
+
+// The tensor-core variant of flash_kernel (attention_mma.cuh); 16-bit only.
+template <class T, int Dim>
+__global__ void __launch_bounds__(mma::k_threads, 2)
+    mma_flash_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
+                     attention_plan p) {
+  constexpr int keys = mma::keys_per_tile<Dim>, st = mma::stride<Dim>;
+  extern __shared__ __align__(16) unsigned char mma_shared[];
+  T* qs = reinterpret_cast<T*>(mma_shared);  // [64][st]
+  T* ks = qs + mma::k_rows * st;             // [keys][st]
+  T* vs = ks + keys * st;                    // [keys][st]
+  const std::int64_t bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads, d = p.head_dim;
+  const std::int64_t m0 = std::int64_t{blockIdx.y} * mma::k_rows;
+  const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1];
+  const T* vb = v + b * p.v_stride[0] + h * p.v_stride[1];
+  mma::load_tile<T, Dim>(qs, q + bh * p.sq * d, m0, p.sq, d, mma::k_rows);
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tig = lane % 4;
+  const int r0 = warp * 16 + g;  // this thread's rows: r0 and r0 + 8
+  std::uint32_t qa[Dim / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < Dim / 16; ++kk) {
+    const int col = kk * 16 + tig * 2;
+    qa[kk][0] = mma::pair(&qs[r0 * st + col]);
+    qa[kk][1] = mma::pair(&qs[(r0 + 8) * st + col]);
+    qa[kk][2] = mma::pair(&qs[r0 * st + col + 8]);
+    qa[kk][3] = mma::pair(&qs[(r0 + 8) * st + col + 8]);
+  }
+  const std::int64_t row_of[2] = {m0 + r0 < p.sq ? m0 + r0 : p.sq - 1,
+                                  m0 + r0 + 8 < p.sq ? m0 + r0 + 8 : p.sq - 1};
+  float peak[2] = {-INFINITY, -INFINITY}, total[2] = {0, 0};
+  float o[Dim / 8][4];
+#pragma unroll
+  for (int dt = 0; dt < Dim / 8; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0;
+  std::int64_t end = p.sk;
+  if (p.causal) {
+    const std::int64_t last = m0 + mma::k_rows - 1 + p.sk - p.sq;
+    end = last + 1 < end ? last + 1 : end;
+  }
+  for (std::int64_t n0 = 0; n0 < end; n0 += keys) {
+    __syncthreads();  // the previous tile's readers are done
+    mma::load_tile<T, Dim>(ks, kb, n0, p.sk, d, keys);
+    mma::load_tile<T, Dim>(vs, vb, n0, p.sk, d, keys);
+    __syncthreads();
+    float s[keys / 8][4];
+    float tile_peak[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int nt = 0; nt < keys / 8; ++nt) {
+      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0;
+#pragma unroll
+      for (int kk = 0; kk < Dim / 16; ++kk) {
+        const T* key = &ks[(nt * 8 + g) * st + kk * 16 + tig * 2];
+        mma::mma16816<T>(s[nt], qa[kk], mma::pair(key), mma::pair(key + 8));
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const std::int64_t j = n0 + nt * 8 + tig * 2 + e % 2;
+        const float x = s[nt][e] * p.scale;
+        s[nt][e] = j < p.sk ? adjust(x, bias, mask, p, b, h, row_of[e / 2], j) : -INFINITY;
+        tile_peak[e / 2] = fmaxf(tile_peak[e / 2], s[nt][e]);
+      }
+    }
+    float base[2], rescale[2], tile_total[2] = {0, 0};
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float next = fmaxf(peak[r], row_max(tile_peak[r]));
+      base[r] = next == -INFINITY ? 0.0F : next;
+      rescale[r] = __expf(peak[r] - base[r]);
+      peak[r] = next;
+    }
+#pragma unroll
+    for (int nt = 0; nt < keys / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[nt][e] = __expf(s[nt][e] - base[e / 2]);
+        tile_total[e / 2] += s[nt][e];
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) total[r] = total[r] * rescale[r] + row_sum(tile_total[r]);
+#pragma unroll
+    for (int dt = 0; dt < Dim / 8; ++dt) {
+      o[dt][0] *= rescale[0], o[dt][1] *= rescale[0];
+      o[dt][2] *= rescale[1], o[dt][3] *= rescale[1];
+    }
+#pragma unroll
+    for (int kk = 0; kk < keys / 16; ++kk) {
+      const std::uint32_t pa[4] = {mma::pack<T>(s[2 * kk][0], s[2 * kk][1]),
+                                   mma::pack<T>(s[2 * kk][2], s[2 * kk][3]),
+                                   mma::pack<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                   mma::pack<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      const T* vk = &vs[(kk * 16 + tig * 2) * st + g];
+#pragma unroll
+      for (int dt = 0; dt < Dim / 8; ++dt) {
+        const T* at = vk + dt * 8;
+        mma::mma16816<T>(o[dt], pa, mma::pair(at[0], at[st]), mma::pair(at[8 * st], at[9 * st]));
+      }
+    }
+  }
+#pragma unroll
+  for (int dt = 0; dt < Dim / 8; ++dt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const std::int64_t i = m0 + r0 + 8 * (e / 2);
+      const std::int64_t col = dt * 8 + tig * 2 + e % 2;
+      if (i < p.sq && col < d) {
+        out[(bh * p.sq + i) * d + col] =
+            narrow<T>(finish(o[dt][e], total[e / 2], p.zero_empty_rows));
+      }
+    }
+  }
+}
+
+__device__ float block_max(float v, float* scratch) {
+  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffU, v, o));
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = scratch[0];
+  for (int w = 1; w < k_threads / 32; ++w) v = fmaxf(v, scratch[w]);
+  return v;
+}
+
+__device__ float block_sum(float v, float* scratch) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffU, v, o);
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = 0;
+  for (int w = 0; w < k_threads / 32; ++w) v += scratch[w];
+  return v;
+}
+
+// One chunk of keys for the single query row of (batch, head) blockIdx.x:
+// scratch row [maximum, sum, output[head_dim]] (output not normalised).
+template <class T>
+__global__ void __launch_bounds__(k_threads)
+    split_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask,
+                 float* scratch, attention_plan p, std::int64_t chunk) {
+  __shared__ float qv[128];
+  __shared__ float scores[k_max_chunk];
+  __shared__ float reduce[k_threads / 32];
+  const std::int64_t bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads, d = p.head_dim;
+  const std::int64_t c0 = std::int64_t{blockIdx.y} * chunk;
+  const std::int64_t c1 = c0 + chunk < p.sk ? c0 + chunk : p.sk;
+  const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1];
+  const T* vb = v + b * p.v_stride[0] + h * p.v_stride[1];
+  if (threadIdx.x < d) qv[threadIdx.x] = load(q, bh * d + threadIdx.x) * p.scale;
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (std::int64_t j = c0 + warp; j < c1; j += k_threads / 32) {
+    float dot = 0;
+    for (std::int64_t c = lane; c < d; c += 32) dot += qv[c] * load(kb, j * d + c);
+    for (int o = 16; o > 0; o /= 2) dot += __shfl_xor_sync(0xffffffffU, dot, o);
+    if (lane == 0) scores[j - c0] = adjust(dot, bias, mask, p, b, h, 0, j);
+  }
+  __syncthreads();
+  float local = -INFINITY;
+  for (std::int64_t j = threadIdx.x; j < c1 - c0; j += k_threads) local = fmaxf(local, scores[j]);
+  const float peak = block_max(local, reduce);
+  const float base = peak == -INFINITY ? 0.0F : peak;
+  float part = 0;
+  for (std::int64_t j = threadIdx.x; j < c1 - c0; j += k_threads) {
+    scores[j] = __expf(scores[j] - base);
+    part += scores[j];
+  }
+  const float total = block_sum(part, reduce);  // its barriers publish the scores
+  float* row = scratch + (bh * gridDim.y + blockIdx.y) * (d + 2);
+  for (std::int64_t c = threadIdx.x; c < d; c += k_threads) {
+    float acc = 0;
+    for (std::int64_t j = c0; j < c1; ++j) acc += scores[j - c0] * load(vb, j * d + c);
+    row[2 + c] = acc;
+  }
+  if (threadIdx.x == 0) {
+    row[0] = peak;
+    row[1] = total;
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(k_threads)
+    combine_kernel(const float* scratch, T* out, attention_plan p, std::int64_t chunks) {
+  const std::int64_t bh = blockIdx.x, d = p.head_dim;
+  const float* rows = scratch + bh * chunks * (d + 2);
+  float peak = -INFINITY;
+  for (std::int64_t c = 0; c < chunks; ++c) peak = fmaxf(peak, rows[c * (d + 2)]);
+  const float base = peak == -INFINITY ? 0.0F : peak;
+  for (std::int64_t col = threadIdx.x; col < d; col += k_threads) {
+    float total = 0, acc = 0;
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const float w = __expf(rows[c * (d + 2)] - base);
+      total += rows[c * (d + 2) + 1] * w;
+      acc += rows[c * (d + 2) + 2 + col] * w;
+    }
+    out[bh * d + col] = narrow<T>(finish(acc, total, p.zero_empty_rows));
+  }
+}
+
+// Keys per split-K block: enough blocks to fill the GPU twice over (132 SMs
+// on an H200), at least 32 keys each.
+std::int64_t split_chunk(const attention_plan& p) {
+  std::int64_t chunk = k_max_chunk;
+  const std::int64_t rows = p.batch * p.heads;
+  while (chunk > 32 && rows * ((p.sk + chunk - 1) / chunk) < 264) chunk /= 2;
+  return chunk;
+}
+
+bool use_split(const attention_plan& p) { return p.sq == 1 && p.sk > 0; }
+
+template <class T, int Dim>
+void launch_flash(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
+                  const attention_plan& p, cudaStream_t stream) {
+  constexpr std::size_t bytes = flash_shared_bytes<Dim>();
+  if constexpr (bytes > 48 * 1024) {
+    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(flash_kernel<T, Dim>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(bytes)));
+  }
+  const dim3 grid(static_cast<unsigned>(p.batch * p.heads),
+                  static_cast<unsigned>((p.sq + k_rows - 1) / k_rows));
+  flash_kernel<T, Dim><<<grid, k_threads, bytes, stream>>>(q, k, v, bias, mask, out, p);
+  check_launch();
+}
+
+// The tensor-core kernel runs where its sm_90 code is (the PTX the project
+// also ships is for compute_75, without mma); COOLBENCH_ATTENTION_KERNEL=fma
+// picks the float32 FMA kernel instead, for comparisons.
+bool use_tensor_cores() {
+  const char* forced = std::getenv("COOLBENCH_ATTENTION_KERNEL");
+  if (forced != nullptr && std::strcmp(forced, "fma") == 0) return false;
+  int device = 0, major = 0;
+  COOLBENCH_CUDA_CALL(cudaGetDevice(&device));
+  COOLBENCH_CUDA_CALL(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major == 9;
+}
+
+template <class T, int Dim>
+void launch_mma_flash(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
+                      const attention_plan& p, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(p.batch * p.heads),
+                  static_cast<unsigned>((p.sq + mma::k_rows - 1) / mma::k_rows));
+  mma_flash_kernel<T, Dim>
+      <<<grid, mma::k_threads, mma::shared_bytes<Dim>, stream>>>(q, k, v, bias, mask, out, p);
+  check_launch();
+}
+
+}  // namespace
+
+std::int64_t attention_scratch_floats(const attention_plan& plan) {
+  if (!use_split(plan)) return 0;
+  const std::int64_t chunks = (plan.sk + split_chunk(plan) - 1) / split_chunk(plan);
+  return plan.batch * plan.heads * chunks * (plan.head_dim + 2);
+}
+
+void launch_attention(dtype type, const void* q, const void* k, const void* v, const void* bias,
+                      const bool* mask, void* out, float* scratch, const attention_plan& plan,
+                      void* stream) {
+  const std::int64_t rows = plan.batch * plan.heads;
+  if (rows == 0 || plan.sq == 0 || plan.head_dim == 0) return;
+  if (rows > 0x7FFFFFFF || (plan.sq + k_rows - 1) / k_rows > 65535 || plan.head_dim > 128) {
+    throw invalid_argument(
+        "attention: at most 2^31-1 batch x heads, 2^21 queries and head_dim 128");
+  }
+  const cudaStream_t s = as_stream(stream);
+  dispatch(type, float_list{}, [&](auto t) {
+    using T = typename decltype(t)::type;
+    const auto* qt = static_cast<const T*>(q);
+    const auto* kt = static_cast<const T*>(k);
+    const auto* vt = static_cast<const T*>(v);
+    const auto* bt = static_cast<const T*>(bias);
+    auto* ot = static_cast<T*>(out);
+    if (plan.sk == 0) {  // softmax over no keys times no values: zeros, as MatMul gives
+      COOLBENCH_CUDA_CALL(cudaMemsetAsync(out, 0, rows * plan.sq * plan.head_dim * sizeof(T), s));
+    } else if (use_split(plan)) {
+      const std::int64_t chunk = split_chunk(plan);
+      const std::int64_t chunks = (plan.sk + chunk - 1) / chunk;
+      split_kernel<T>
+          <<<dim3(static_cast<unsigned>(rows), static_cast<unsigned>(chunks)), k_threads, 0, s>>>(
+              qt, kt, vt, bt, mask, scratch, plan, chunk);
+      check_launch();
+      combine_kernel<T>
+          <<<static_cast<unsigned>(rows), k_threads, 0, s>>>(scratch, ot, plan, chunks);
+      check_launch();
+    } else if (std::is_same_v<T, float> || !use_tensor_cores()) {
+      if (plan.head_dim <= 64) {
+        launch_flash<T, 64>(qt, kt, vt, bt, mask, ot, plan, s);
+      } else {
+        launch_flash<T, 128>(qt, kt, vt, bt, mask, ot, plan, s);
+      }
+    } else if constexpr (!std::is_same_v<T, float>) {
+      if (plan.head_dim <= 64) {
+        launch_mma_flash<T, 64>(qt, kt, vt, bt, mask, ot, plan, s);
+      } else {
+        launch_mma_flash<T, 128>(qt, kt, vt, bt, mask, ot, plan, s);
+      }
+    }
+  });
+}
+
+}  // namespace coolbench::engine::cuda

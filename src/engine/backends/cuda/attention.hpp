@@ -1,0 +1,41 @@
+// Fused attention on the CUDA backend (coolbench.Attention, made by the
+// attention fusion pass: engine/fusion/attention.hpp): a flash-style kernel
+// for prefill and a split-K kernel for one query row (decode).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "coolbench/engine/tensor.hpp"
+#include "engine/backends/cuda/backend.hpp"
+
+namespace coolbench::engine::cuda {
+
+/// The coolbench.Attention entry (attention_ops.cpp).
+std::span<const op_entry> attention_ops();
+
+/// One attention: q [batch, heads, sq, head_dim] dense; k and v
+/// [batch or 1, heads or 1, sk, head_dim] dense (stride 0 where broadcast);
+/// bias and mask broadcast to [batch, heads, sq, sk] by their strides; the
+/// output dense like q.
+struct attention_plan {
+  std::int64_t batch = 0, heads = 0, sq = 0, sk = 0, head_dim = 0;
+  std::int64_t k_stride[2] = {}, v_stride[2] = {};  ///< batch and head strides
+  std::int64_t bias_stride[4] = {}, mask_stride[4] = {};
+  float scale = 1;
+  float mask_value = 0;
+  bool causal = false;
+  bool mask_keeps = false;
+  bool zero_empty_rows = false;
+};
+
+/// Floats of scratch the launch needs (the split-K partials; 0 for prefill).
+[[nodiscard]] std::int64_t attention_scratch_floats(const attention_plan& plan);
+
+/// out = softmax(scale · q kᵀ (+ bias, masked, causal)) v, accumulated in
+/// float32. `scratch` holds attention_scratch_floats(plan) floats.
+void launch_attention(dtype type, const void* q, const void* k, const void* v, const void* bias,
+                      const bool* mask, void* out, float* scratch, const attention_plan& plan,
+                      void* stream);
+
+}  // namespace coolbench::engine::cuda

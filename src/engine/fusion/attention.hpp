@@ -1,0 +1,49 @@
+// The attention fusion: scores = MatMul(Q, Kᵀ), a constant scale, an
+// optional mask, Softmax over the keys and MatMul with V become one
+// coolbench.Attention node (docs/engine.md, "Fusion").
+//
+//   coolbench.Attention(q, k, v, [bias], [mask]) -> out
+//     q [B, H, Sq, D], k and v [B, H, Sk, D] (rank 3: [B·H, S, D]);
+//     bias: added to the scaled scores, broadcast to [B, H, Sq, Sk];
+//     mask: bool, broadcast likewise; a masked score becomes mask_value.
+//   attributes: scale (float), causal (int: key j is hidden from query i
+//     when j > i + Sk - Sq), mask_value (float), mask_keeps (int: 1 when the
+//     mask's true elements are the kept ones), zero_empty_rows (int: a row
+//     with every score -inf gives 0, as the exporters' IsNaN guard makes it;
+//     else NaN, as Softmax gives).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "coolbench/engine/tensor.hpp"
+#include "engine/fusion/fusion.hpp"
+
+namespace coolbench::engine {
+
+/// The largest head dimension the CUDA kernels take.
+inline constexpr std::int64_t k_attention_max_head_dim = 128;
+
+/// The fusion pass (fusion_passes() runs it first).
+std::size_t fuse_attention(graph& g, const fusion_context& context);
+
+/// What a constant mask does to scores of [.., sq, sk]: hides nothing,
+/// hides exactly the keys after each query (causal, offset sk - sq >= 0),
+/// or something else.
+enum class mask_shape : std::uint8_t { none, causal, other };
+
+/// A bool mask (`keeps`: true elements are kept) or an additive bias (0
+/// kept, <= -1e30 or -inf hidden), broadcast to [.., sq, sk].
+[[nodiscard]] mask_shape classify_mask(const tensor& mask, bool keeps, std::int64_t sq,
+                                       std::int64_t sk);
+[[nodiscard]] mask_shape classify_bias(const tensor& bias, std::int64_t sq, std::int64_t sk);
+
+/// A fill value so low that adding a score to it in float32 leaves it (or
+/// -inf): Add(scores, Where(m, 0, fill)) then equals replacing the score.
+[[nodiscard]] constexpr bool hides_like_replacement(double fill) noexcept { return fill <= -1e30; }
+
+/// The one value of a one-element float tensor, as double.
+[[nodiscard]] std::optional<double> scalar_value(const tensor& t);
+
+}  // namespace coolbench::engine

@@ -1,0 +1,70 @@
+// Constant masks of the attention fusion: recognising a folded mask that
+// hides nothing (dropped) or exactly the future keys (a causal flag, which
+// lets the kernel skip whole tiles instead of reading a mask).
+#include <cmath>
+#include <cstring>
+
+#include "engine/fusion/attention.hpp"
+
+namespace coolbench::engine {
+namespace {
+
+double float_at(const tensor& t, std::size_t i) {
+  switch (t.type()) {
+    case dtype::float32: return t.data<float>()[i];
+    case dtype::float16:
+    case dtype::bfloat16: {
+      std::uint16_t bits = 0;
+      std::memcpy(&bits, t.raw().data() + i * 2, 2);
+      return t.type() == dtype::float16 ? half_to_float(bits) : bfloat16_to_float(bits);
+    }
+    default: return std::nan("");
+  }
+}
+
+// Calls hidden(i) for each element and classifies by its (query, key)
+// position; `hidden` says whether the element hides its key.
+template <class Hidden>
+mask_shape classify(const tensor& t, std::int64_t sq, std::int64_t sk, Hidden hidden) {
+  if (t.on_device() || t.size() == 0) return mask_shape::other;
+  const shape_t& s = t.shape();
+  const std::size_t r = s.size();
+  bool any_hidden = false;
+  for (std::int64_t i = 0; i < t.size(); ++i) any_hidden = any_hidden || hidden(i);
+  if (!any_hidden) return mask_shape::none;
+  const std::int64_t offset = sk - sq;
+  if (r < 2 || s[r - 2] != sq || s[r - 1] != sk || offset < 0) return mask_shape::other;
+  for (std::int64_t e = 0; e < t.size(); ++e) {
+    const std::int64_t query = (e / sk) % sq;
+    const std::int64_t key = e % sk;
+    if (hidden(e) != (key > query + offset)) return mask_shape::other;
+  }
+  return mask_shape::causal;
+}
+
+}  // namespace
+
+mask_shape classify_mask(const tensor& mask, bool keeps, std::int64_t sq, std::int64_t sk) {
+  if (mask.type() != dtype::boolean) return mask_shape::other;
+  const auto values = mask.data<bool>();
+  return classify(mask, sq, sk,
+                  [&](std::int64_t i) { return values[static_cast<std::size_t>(i)] != keeps; });
+}
+
+mask_shape classify_bias(const tensor& bias, std::int64_t sq, std::int64_t sk) {
+  if (!is_float(bias.type())) return mask_shape::other;
+  // Neither 0 nor a hiding value: a real bias (ALiBi, relative positions).
+  for (std::int64_t i = 0; i < bias.size(); ++i) {
+    const double v = float_at(bias, static_cast<std::size_t>(i));
+    if (v != 0 && !hides_like_replacement(v)) return mask_shape::other;
+  }
+  return classify(bias, sq, sk,
+                  [&](std::int64_t i) { return float_at(bias, static_cast<std::size_t>(i)) != 0; });
+}
+
+std::optional<double> scalar_value(const tensor& t) {
+  if (t.size() != 1 || !is_float(t.type()) || t.on_device()) return std::nullopt;
+  return float_at(t, 0);
+}
+
+}  // namespace coolbench::engine

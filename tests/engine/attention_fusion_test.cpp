@@ -1,0 +1,295 @@
+// The attention fusion pass on the CPU: it fuses the attention of every
+// transformer export in tests/data/models and of coolbench's GPT-2, the fused
+// graph computes what the unfused one does (coolbench.Attention evaluated by
+// a plain reference here; the CUDA kernels are checked against the CPU in
+// cuda_attention_test), and patterns that are not attention are left alone.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "coolbench/engine/model.hpp"
+#include "coolbench/engine/passes.hpp"
+#include "engine/attention_graphs.hpp"
+#include "engine/backend.hpp"
+#include "engine/fusion/attention.hpp"
+
+namespace coolbench::engine {
+namespace {
+
+using namespace attention_test;  // NOLINT(google-build-using-namespace)
+
+// The CPU's ops plus coolbench.Attention: a target the pass makes nodes for.
+class attention_target final : public backend {
+ public:
+  std::string_view name() const noexcept override { return "attention-target"; }
+  std::string describe() const override { return "cpu + coolbench.Attention"; }
+  bool supports(const node& n) const override {
+    return n.domain == k_fused_domain ? n.op_type == "Attention" : m_cpu->supports(n);
+  }
+  void run(const node& n, std::span<const tensor* const> in, std::span<tensor> out) override {
+    if (n.domain == k_fused_domain) return reference(n, in, out);
+    m_cpu->run(n, in, out);
+  }
+
+ private:
+  // coolbench.Attention in float32, the definition in attention.hpp written out.
+  static void reference(const node& n, std::span<const tensor* const> in, std::span<tensor> out) {
+    const tensor &q = *in[0], &k = *in[1], &v = *in[2];
+    const tensor* bias = in.size() > 3 ? in[3] : nullptr;
+    const tensor* mask = in.size() > 4 ? in[4] : nullptr;
+    const auto& s = q.shape();
+    const std::int64_t bh = s[0] * s[1], sq = s[2], d = s[3], sk = k.shape()[2];
+    const auto scale = n.get<float>("scale");
+    const bool causal = n.get<std::int64_t>("causal", 0) != 0;
+    const bool keeps = n.get<std::int64_t>("mask_keeps", 0) != 0;
+    const auto fill = n.get<float>("mask_value", 0.0F);
+    const bool zero_rows = n.get<std::int64_t>("zero_empty_rows", 0) != 0;
+    const auto at = [&](const tensor* t, std::int64_t b, std::int64_t h, std::int64_t i,
+                        std::int64_t j) {
+      const shape_t& ts = t->shape();
+      const std::int64_t full[4] = {b, h, i, j};
+      std::int64_t offset = 0;
+      const std::size_t pad = 4 - ts.size();
+      for (std::size_t a = 0; a < ts.size(); ++a)
+        offset = offset * ts[a] + (ts[a] == 1 ? 0 : full[a + pad]);
+      return static_cast<std::size_t>(offset);
+    };
+    tensor o(dtype::float32, s);
+    for (std::int64_t p = 0; p < bh; ++p) {
+      for (std::int64_t i = 0; i < sq; ++i) {
+        std::vector<float> w(static_cast<std::size_t>(sk));
+        float peak = -INFINITY;
+        for (std::int64_t j = 0; j < sk; ++j) {
+          float dot = 0;
+          for (std::int64_t c = 0; c < d; ++c)
+            dot += q.data<float>()[static_cast<std::size_t>((p * sq + i) * d + c)] *
+                   k.data<float>()[static_cast<std::size_t>((p * sk + j) * d + c)];
+          float x = dot * scale;
+          const std::int64_t b = p / s[1], h = p % s[1];
+          if (bias != nullptr) x += bias->data<float>()[at(bias, b, h, i, j)];
+          if (mask != nullptr && mask->data<bool>()[at(mask, b, h, i, j)] != keeps) x = fill;
+          if (causal && j > i + sk - sq) x = -INFINITY;
+          w[static_cast<std::size_t>(j)] = x;
+          peak = std::max(peak, x);
+        }
+        float total = 0;
+        for (float& x : w) total += x = peak == -INFINITY ? 0 : std::exp(x - peak);
+        for (std::int64_t c = 0; c < d; ++c) {
+          float acc = 0;
+          for (std::int64_t j = 0; j < sk; ++j)
+            acc += w[static_cast<std::size_t>(j)] *
+                   v.data<float>()[static_cast<std::size_t>((p * sk + j) * d + c)];
+          o.data<float>()[static_cast<std::size_t>((p * sq + i) * d + c)] =
+              total > 0 ? acc / total : (zero_rows ? 0.0F : NAN);
+        }
+      }
+    }
+    out[0] = std::move(o);
+  }
+
+  std::unique_ptr<backend> m_cpu = make_backend("cpu");
+};
+
+using values = std::map<std::string, tensor>;
+
+values evaluate(const graph& g, const values& inputs) {
+  attention_target target;
+  values all = g.initializers;
+  all.insert(inputs.begin(), inputs.end());
+  for (const node& n : g.nodes) {
+    std::vector<const tensor*> in;
+    for (const auto& name : n.inputs) in.push_back(name.empty() ? nullptr : &all.at(name));
+    std::vector<tensor> out(n.outputs.size());
+    target.run(n, in, out);
+    for (std::size_t i = 0; i < out.size(); ++i) all[n.outputs[i]] = std::move(out[i]);
+  }
+  return all;
+}
+
+// Folds for `bound`, then fuses; returns the rewrite count.
+std::size_t specialize_and_fuse(graph& g, const symbol_bindings& bound) {
+  fold_constants(g, bound);
+  remove_dead_nodes(g);
+  const auto shapes = infer_shapes(g, bound);
+  attention_target target;
+  return fuse_attention(g, fusion_context{shapes, target});
+}
+
+std::size_t count(const graph& g, std::string_view op) {
+  return static_cast<std::size_t>(std::count_if(g.nodes.begin(), g.nodes.end(),
+                                                [&](const node& n) { return n.op_type == op; }));
+}
+
+tensor random_input(const value_info& v, const symbol_bindings& bound, std::mt19937& rng) {
+  shape_t shape;
+  for (const auto& d : v.shape) shape.push_back(d.value >= 0 ? d.value : bound.at(d.symbol));
+  tensor t(v.type, shape);
+  if (v.type == dtype::int64) {
+    // Token ids (every vocabulary here has more than 90), token types, or a
+    // padding mask hiding the last 5 positions of the second row.
+    std::uniform_int_distribution<std::int64_t> token(0, 90);
+    auto x = t.data<std::int64_t>();
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const auto column = static_cast<std::int64_t>(i) % shape.back();
+      const bool padded = shape.size() == 2 && shape[0] > 1 &&
+                          static_cast<std::int64_t>(i) / shape.back() == 1 &&
+                          column >= shape.back() - 5;
+      if (v.name.find("mask") != std::string::npos) {
+        x[i] = padded ? 0 : 1;
+      } else {
+        x[i] = v.name.find("type") != std::string::npos ? token(rng) % 2 : token(rng);
+      }
+    }
+  } else if (v.type == dtype::boolean) {
+    for (auto& x : t.data<bool>()) x = (rng() % 4) != 0;
+  } else {
+    std::normal_distribution<float> normal(0, 1);
+    for (auto& x : t.data<float>()) x = normal(rng);
+  }
+  return t;
+}
+
+void expect_close(const tensor& got, const tensor& want, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  double worst = 0;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(got.size()); ++i) {
+    const double a = got.data<float>()[i], b = want.data<float>()[i];
+    if (std::isnan(a) != std::isnan(b)) FAIL() << what << ": NaN at " << i;
+    if (!std::isnan(a)) worst = std::max(worst, std::abs(a - b) / (1e-3 + std::abs(b)));
+  }
+  EXPECT_LT(worst, 1e-3) << what;
+}
+
+// Fuses `g` for `bound` and checks every output against the unfused graph.
+void expect_fused_equal(graph g, const symbol_bindings& bound, std::size_t expected,
+                        const std::string& what) {
+  graph unfused = g;
+  fold_constants(unfused, bound);
+  std::mt19937 rng(11);
+  values inputs;
+  for (const auto& v : g.inputs) inputs[v.name] = random_input(v, bound, rng);
+  const std::size_t softmaxes = count(unfused, "Softmax");
+  EXPECT_EQ(specialize_and_fuse(g, bound), expected) << what;
+  EXPECT_EQ(count(g, "Softmax"), softmaxes - expected) << what;
+  EXPECT_EQ(count(g, "Attention"), expected) << what;
+  const values want = evaluate(unfused, inputs);
+  const values got = evaluate(g, inputs);
+  for (const auto& out : g.outputs)
+    expect_close(got.at(out.name), want.at(out.name), what + " " + out.name);
+}
+
+const std::filesystem::path k_models = COOLBENCH_TEST_MODELS;
+
+struct export_case {
+  const char* folder;
+  symbol_bindings bound;
+};
+
+TEST(attention_fusion, fuses_every_transformer_export) {
+  const symbol_bindings text{{"batch", 2}, {"sequence", 16}};
+  const symbol_bindings past{{"batch", 2}, {"sequence", 4}, {"past_sequence", 8}};
+  const std::vector<export_case> cases = {
+      {"test_gpt2_torchscript_op18_nopast", text},
+      {"test_gpt2_dynamo_op18_nopast", text},
+      {"test_gpt2_torchscript_op18_past", past},
+      {"test_gpt2_dynamo_op18_past", past},
+      {"test_bert_torchscript_op14", text},
+      {"test_bert_torchscript_op18", text},
+      {"test_bert_dynamo_op18", text},
+      {"test_distilbert_torchscript_op14", text},
+      {"test_distilbert_torchscript_op18", text},
+      {"test_distilbert_dynamo_op18", text},
+      {"test_vit_torchscript_op18", {{"batch", 2}}},
+      {"test_vit_dynamo_op18", {{"batch", 2}}},
+      // One new token on a past: the decode form.
+      {"test_gpt2_torchscript_op18_past", {{"batch", 2}, {"sequence", 1}, {"past_sequence", 8}}},
+      {"test_gpt2_dynamo_op18_past", {{"batch", 2}, {"sequence", 1}, {"past_sequence", 8}}}};
+  std::size_t fused = 0;
+  for (const auto& c : cases) {
+    const graph g = load_onnx(k_models / c.folder / "model.onnx");
+    ASSERT_EQ(count(g, "Softmax"), 2U) << c.folder << ": two layers, one attention each";
+    expect_fused_equal(g, c.bound, 2, c.folder);
+    ++fused;
+  }
+  EXPECT_EQ(fused, 14U) << "the 12 transformer exports (ResNet has no attention), 2 as decode";
+}
+
+TEST(attention_fusion, recognises_folded_causal_masks) {
+  graph g = load_onnx(k_models / "test_gpt2_dynamo_op18_past" / "model.onnx");
+  ASSERT_EQ(specialize_and_fuse(g, {{"batch", 1}, {"sequence", 4}, {"past_sequence", 8}}), 2U);
+  for (const node& n : g.nodes) {
+    if (n.op_type != "Attention") continue;
+    EXPECT_EQ(n.get<std::int64_t>("causal"), 1) << "lower triangle with offset 8";
+    EXPECT_EQ(n.inputs.size(), 3U) << "the mask dropped for the causal flag";
+    EXPECT_EQ(n.get<std::int64_t>("zero_empty_rows"), 1) << "the IsNaN guard";
+  }
+}
+
+TEST(attention_fusion, fuses_coolbenchs_gpt2) {
+  gpt2_config config;
+  config.layers = 2;
+  config.hidden = 64;
+  config.heads = 4;
+  config.vocab = 91;
+  config.positions = 64;
+  config.sequence = 16;
+  const graph g = parse_onnx(make_gpt2_model(config), ".", "gpt2.onnx");
+  expect_fused_equal(g, {{"batch", 2}, {"sequence", 16}}, 2, "coolbench gpt2");
+  graph folded = g;
+  specialize_and_fuse(folded, {{"batch", 1}, {"sequence", 7}});
+  for (const node& n : folded.nodes) {
+    if (n.op_type == "Attention") {
+      EXPECT_EQ(n.get<std::int64_t>("causal"), 1);
+    }
+  }
+}
+
+TEST(attention_fusion, fuses_each_mask_form) {
+  for (const mask_kind mask :
+       {mask_kind::none, mask_kind::causal_where, mask_kind::causal_add, mask_kind::bias}) {
+    for (const bool as_input : {false, true}) {
+      for (const bool split : {false, true}) {
+        attention_spec s;
+        s.sq = 3, s.sk = 6, s.mask = mask, s.causal_as_input = as_input, s.split_scale = split;
+        const std::string what = "mask " + std::to_string(static_cast<int>(mask)) +
+                                 (as_input ? " input" : "") + (split ? " split" : "");
+        expect_fused_equal(attention_graph(s), {}, 1, what);
+      }
+    }
+  }
+}
+
+TEST(attention_fusion, leaves_scores_used_twice) {
+  graph g = attention_graph({});
+  g.outputs.push_back(input("scores", dtype::float32, {1, 2, 5, 5}));
+  EXPECT_EQ(specialize_and_fuse(g, {}), 0U);
+  EXPECT_EQ(count(g, "Softmax"), 1U);
+}
+
+TEST(attention_fusion, leaves_softmax_on_another_axis) {
+  graph g = attention_graph({});
+  for (node& n : g.nodes) {
+    if (n.op_type == "Softmax") n.attributes["axis"] = std::int64_t{2};
+  }
+  EXPECT_EQ(specialize_and_fuse(g, {}), 0U);
+}
+
+TEST(attention_fusion, leaves_a_scale_that_is_not_constant) {
+  graph g = attention_graph({});
+  g.initializers.erase("root");
+  g.inputs.push_back(input("root", dtype::float32, {}));
+  EXPECT_EQ(specialize_and_fuse(g, {}), 0U);
+  EXPECT_EQ(count(g, "Softmax"), 1U);
+}
+
+TEST(attention_fusion, leaves_a_target_without_attention) {
+  graph g = attention_graph({});
+  const auto shapes = infer_shapes(g);
+  const auto cpu = make_backend("cpu");
+  EXPECT_EQ(fuse_attention(g, fusion_context{shapes, *cpu}), 0U);
+  EXPECT_EQ(count(g, "Softmax"), 1U);
+}
+
+}  // namespace
+}  // namespace coolbench::engine

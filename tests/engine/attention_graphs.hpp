@@ -1,0 +1,136 @@
+// Attention subgraphs as exporters write them, for the fusion tests (CPU)
+// and the CUDA parity tests: q [B, H, Sq, D], k and v [B, H, Sk, D] as graph
+// inputs, then Kᵀ, the scale, a mask, Softmax and the MatMul with V.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "coolbench/engine/graph.hpp"
+#include "coolbench/engine/tensor.hpp"
+
+namespace coolbench::engine::attention_test {
+
+enum class mask_kind : std::uint8_t {
+  none,
+  causal_where,  // Where(future, lowest, scores): coolbench's GPT-2
+  causal_add,    // Add(scores, Where(allowed, 0, -inf)) + IsNaN guard: the SDPA export
+  bias,          // Add(scores, bias input [B, 1, 1, Sk]): BERT's padding mask
+};
+
+struct attention_spec {
+  dtype type = dtype::float32;
+  std::int64_t batch = 1, heads = 2, sq = 5, sk = 5, head_dim = 8;
+  mask_kind mask = mask_kind::none;
+  bool split_scale = false;      // Mul on Q and on Kᵀ (SDPA) instead of Div on the scores
+  bool causal_as_input = false;  // the causal mask a graph input (not folded)
+};
+
+inline node make(std::string op, std::vector<std::string> in, std::vector<std::string> out,
+                 std::map<std::string, attribute> attributes = {}) {
+  node n;
+  n.name = out[0];
+  n.op_type = std::move(op);
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.attributes = std::move(attributes);
+  return n;
+}
+
+inline tensor float_scalar(dtype type, float v) {
+  tensor t(type, {});
+  if (type == dtype::float32) {
+    t.data<float>()[0] = v;
+  } else {
+    const std::uint16_t bits = type == dtype::float16 ? float_to_half(v) : float_to_bfloat16(v);
+    std::memcpy(t.raw().data(), &bits, 2);
+  }
+  return t;
+}
+
+/// true where key j is after query i + (sk - sq): the hidden positions.
+inline tensor future_mask(std::int64_t sq, std::int64_t sk, bool hidden_value) {
+  tensor t(dtype::boolean, {1, 1, sq, sk});
+  auto v = t.data<bool>();
+  for (std::int64_t i = 0; i < sq; ++i) {
+    for (std::int64_t j = 0; j < sk; ++j) {
+      v[static_cast<std::size_t>(i * sk + j)] = (j > i + sk - sq) == hidden_value;
+    }
+  }
+  return t;
+}
+
+inline value_info input(std::string name, dtype type, const shape_t& shape) {
+  value_info v{std::move(name), type, {}, true};
+  for (const auto d : shape) v.shape.push_back(dimension{d, {}});
+  return v;
+}
+
+inline graph attention_graph(const attention_spec& s) {
+  graph g;
+  g.name = "attention";
+  g.opset = 18;
+  const dtype t = s.type;
+  g.inputs = {input("q", t, {s.batch, s.heads, s.sq, s.head_dim}),
+              input("k", t, {s.batch, s.heads, s.sk, s.head_dim}),
+              input("v", t, {s.batch, s.heads, s.sk, s.head_dim})};
+  g.outputs = {input("out", t, {s.batch, s.heads, s.sq, s.head_dim})};
+  const float root = std::sqrt(static_cast<float>(s.head_dim));
+  g.nodes.push_back(
+      make("Transpose", {"k"}, {"kt"}, {{"perm", std::vector<std::int64_t>{0, 1, 3, 2}}}));
+  std::string scores = "scores";
+  if (s.split_scale) {
+    g.initializers["quarter_root"] = float_scalar(t, 1 / std::sqrt(root));
+    g.nodes.push_back(make("Mul", {"q", "quarter_root"}, {"q_scaled"}));
+    g.nodes.push_back(make("Mul", {"kt", "quarter_root"}, {"kt_scaled"}));
+    g.nodes.push_back(make("MatMul", {"q_scaled", "kt_scaled"}, {scores}));
+  } else {
+    g.initializers["root"] = float_scalar(t, root);
+    g.nodes.push_back(make("MatMul", {"q", "kt"}, {"raw_scores"}));
+    g.nodes.push_back(make("Div", {"raw_scores", "root"}, {scores}));
+  }
+  std::string logits = scores;
+  bool guard = false;
+  if (s.mask == mask_kind::causal_where) {
+    g.initializers["lowest"] = float_scalar(t, t == dtype::float16 ? -65504.0F : -3.4028235e38F);
+    if (s.causal_as_input) {
+      g.inputs.push_back(input("future", dtype::boolean, {1, 1, s.sq, s.sk}));
+    } else {
+      g.initializers["future"] = future_mask(s.sq, s.sk, true);
+    }
+    g.nodes.push_back(make("Where", {"future", "lowest", scores}, {"masked"}));
+    logits = "masked";
+  } else if (s.mask == mask_kind::causal_add) {
+    g.initializers["zero"] = float_scalar(t, 0);
+    g.initializers["minus_inf"] = float_scalar(t, -INFINITY);
+    if (s.causal_as_input) {
+      g.inputs.push_back(input("allowed", dtype::boolean, {1, 1, s.sq, s.sk}));
+    } else {
+      g.initializers["allowed"] = future_mask(s.sq, s.sk, false);
+    }
+    g.nodes.push_back(make("Where", {"allowed", "zero", "minus_inf"}, {"mask_bias"}));
+    g.nodes.push_back(make("Add", {scores, "mask_bias"}, {"masked"}));
+    logits = "masked";
+    guard = true;
+  } else if (s.mask == mask_kind::bias) {
+    g.inputs.push_back(input("bias", t, {s.batch, 1, 1, s.sk}));
+    g.nodes.push_back(make("Add", {"bias", scores}, {"masked"}));
+    logits = "masked";
+  }
+  g.nodes.push_back(make("Softmax", {logits}, {"probs"}, {{"axis", std::int64_t{-1}}}));
+  std::string probs = "probs";
+  if (guard) {
+    g.nodes.push_back(make("IsNaN", {"probs"}, {"nan"}));
+    g.nodes.push_back(make("Where", {"nan", "zero", "probs"}, {"guarded"}));
+    probs = "guarded";
+  }
+  g.nodes.push_back(make("MatMul", {probs, "v"}, {"out"}));
+  return g;
+}
+
+}  // namespace coolbench::engine::attention_test

@@ -1,0 +1,270 @@
+// coolbench.Attention on the GPU against the CPU backend running the
+// unfused subgraph (seeded random q, k, v; float32, float16, bfloat16;
+// causal and bias masks; 1 to 1024 queries, a past of 0 or 128 keys; head
+// dims 64 and 128; every allocation poisoned), and whole models fused on
+// cuda:0 against the CPU. Needs a GPU (ctest label gpu); skips without one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "coolbench/core/error.hpp"
+#include "coolbench/device.hpp"
+#include "coolbench/engine/model.hpp"
+#include "coolbench/engine/passes.hpp"
+#include "coolbench/engine/session.hpp"
+#include "engine/attention_graphs.hpp"
+#include "engine/backends/cuda/backend.hpp"
+#include "engine/backends/registry.hpp"
+#include "engine/fusion/fusion.hpp"
+
+namespace coolbench::engine {
+namespace {
+
+using namespace attention_test;  // NOLINT(google-build-using-namespace)
+using values = std::map<std::string, tensor>;
+
+int gpu_count() {
+  try {
+    return device::device::count();
+  } catch (const error&) {
+    return 0;
+  }
+}
+
+#define REQUIRE_GPU() \
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA attention kernels cannot run"
+
+class release_at_exit : public testing::Environment {
+ public:
+  void TearDown() override {
+    if (gpu_count() > 0) static_cast<void>(device::device::get(0).release());
+  }
+};
+const auto* const k_release = testing::AddGlobalTestEnvironment(new release_at_exit);
+
+double element(const tensor& t, std::size_t i) {
+  if (t.type() == dtype::float32) return t.data<float>()[i];
+  std::uint16_t bits = 0;
+  std::memcpy(&bits, t.raw().data() + i * 2, 2);
+  return t.type() == dtype::float16 ? half_to_float(bits) : bfloat16_to_float(bits);
+}
+
+tensor random_tensor(dtype type, const shape_t& shape, std::mt19937& rng, float spread) {
+  tensor t(type, shape);
+  std::normal_distribution<float> normal(0, spread);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(t.size()); ++i) {
+    const float v = normal(rng);
+    if (type == dtype::float32) {
+      t.data<float>()[i] = v;
+    } else {
+      const std::uint16_t bits = type == dtype::float16 ? float_to_half(v) : float_to_bfloat16(v);
+      std::memcpy(t.raw().data() + i * 2, &bits, 2);
+    }
+  }
+  return t;
+}
+
+// Runs the nodes one by one on `b`: inputs and initializers copied in.
+values run_nodes(const graph& g, const values& inputs, backend& b) {
+  values all;
+  for (const auto& [name, t] : g.initializers) all[name] = b.copy_in(t);
+  for (const auto& [name, t] : inputs) all[name] = b.copy_in(t);
+  for (const node& n : g.nodes) {
+    std::vector<const tensor*> in;
+    for (const auto& name : n.inputs) in.push_back(name.empty() ? nullptr : &all.at(name));
+    std::vector<tensor> out(n.outputs.size());
+    b.run(n, in, out);
+    for (std::size_t i = 0; i < out.size(); ++i) all[n.outputs[i]] = std::move(out[i]);
+  }
+  values outputs;
+  for (const auto& v : g.outputs) outputs[v.name] = b.copy_out(all.at(v.name));
+  b.synchronize();
+  b.end_run();
+  return outputs;
+}
+
+std::size_t fuse_for(graph& g, backend& target, const symbol_bindings& bound = {}) {
+  fold_constants(g, bound);
+  remove_dead_nodes(g);
+  const auto shapes = infer_shapes(g, bound);
+  const auto counts = fuse_for_backend(g, fusion_context{shapes, target});
+  const auto it = counts.find("attention");
+  return it == counts.end() ? 0 : it->second;
+}
+
+// Tolerances: float32 differs by __expf and the summation order; the CPU
+// rounds the 16-bit scores and probabilities, the kernels keep float32.
+void expect_close(const tensor& got, const tensor& want, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const double rel = want.type() == dtype::float32   ? 1e-3
+                     : want.type() == dtype::float16 ? 1e-2
+                                                     : 6e-2;
+  const double abs = want.type() == dtype::float32 ? 1e-4 : rel;
+  std::size_t bad = 0;
+  double worst = 0;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(got.size()); ++i) {
+    const double a = element(got, i), b = element(want, i);
+    const double error = std::abs(a - b);
+    if (std::isnan(a) != std::isnan(b) || error > abs + rel * std::abs(b)) ++bad;
+    if (!std::isnan(error)) worst = std::max(worst, error);
+  }
+  EXPECT_EQ(bad, 0U) << what << ": max |difference| " << worst;
+}
+
+struct kernel_case {
+  std::int64_t sq, past, head_dim;
+  mask_kind mask;
+  bool mask_as_input;
+};
+
+void check_kernel(const attention_spec& s, backend& cpu, cuda::cuda_backend& gpu,
+                  const std::string& what) {
+  graph fused = attention_graph(s);
+  const graph unfused = fused;
+  ASSERT_EQ(fuse_for(fused, gpu), 1U) << what;
+  std::mt19937 rng(static_cast<unsigned>(s.sq * 131 + s.sk * 7 + s.head_dim));
+  values inputs;
+  for (const auto& v : unfused.inputs) {
+    shape_t shape;
+    for (const auto& d : v.shape) shape.push_back(d.value);
+    if (v.type == dtype::boolean) {
+      inputs[v.name] = future_mask(s.sq, s.sk, v.name == "future");
+    } else {
+      inputs[v.name] = random_tensor(v.type, shape, rng, v.name == "bias" ? 2.0F : 1.0F);
+    }
+  }
+  const values want = run_nodes(unfused, inputs, cpu);
+  const values got = run_nodes(fused, inputs, gpu);
+  expect_close(got.at("out"), want.at("out"), what);
+}
+
+TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
+  REQUIRE_GPU();
+  const auto cpu = make_backend("cpu");
+  const auto gpu_backend = make_backend("cuda:0");
+  auto& gpu = dynamic_cast<cuda::cuda_backend&>(*gpu_backend);
+  gpu.poison_allocations(true);
+  std::vector<kernel_case> cases;
+  for (const std::int64_t sq : {1, 7, 128, 1024}) {
+    for (const std::int64_t past : {0, 128}) {
+      for (const std::int64_t head_dim : {64, 128}) {
+        for (const auto mask :
+             {mask_kind::none, mask_kind::causal_where, mask_kind::causal_add, mask_kind::bias}) {
+          if (sq == 1024 && (past > 0 || mask == mask_kind::none)) continue;  // CPU time
+          cases.push_back({sq, past, head_dim, mask, mask == mask_kind::causal_add});
+        }
+      }
+    }
+  }
+  cases.push_back({5, 0, 40, mask_kind::causal_where, true});  // a head_dim below 64, a mask input
+  // float16 and bfloat16 on the tensor-core kernel (sm_90), then again on
+  // the FMA kernel every dtype can take.
+  for (const char* kernel : {"default", "fma"}) {
+    if (std::string(kernel) == "fma") {
+      ::setenv("COOLBENCH_ATTENTION_KERNEL", "fma", 1);
+    } else {
+      ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
+    }
+    for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
+      if (type == dtype::float32 && std::string(kernel) == "fma") continue;  // fma already
+      for (const auto& c : cases) {
+        attention_spec s;
+        s.type = type, s.sq = c.sq, s.sk = c.sq + c.past, s.head_dim = c.head_dim;
+        s.mask = c.mask, s.causal_as_input = c.mask_as_input;
+        s.split_scale = c.mask == mask_kind::causal_add;
+        const std::string what = std::string(kernel) + " " + std::string(to_string(type)) + " sq " +
+                                 std::to_string(c.sq) + " past " + std::to_string(c.past) + " d " +
+                                 std::to_string(c.head_dim) + " mask " +
+                                 std::to_string(static_cast<int>(c.mask));
+        check_kernel(s, *cpu, gpu, what);
+      }
+    }
+  }
+  ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
+}
+
+TEST(cuda_attention, many_batches_and_heads) {
+  REQUIRE_GPU();
+  const auto cpu = make_backend("cpu");
+  const auto gpu_backend = make_backend("cuda:0");
+  auto& gpu = dynamic_cast<cuda::cuda_backend&>(*gpu_backend);
+  gpu.poison_allocations(true);
+  for (const std::int64_t sq : {1, 33}) {
+    attention_spec s;
+    s.batch = 8, s.heads = 96, s.sq = sq, s.sk = sq + 100, s.head_dim = 64;
+    s.mask = mask_kind::bias;
+    check_kernel(s, *cpu, gpu, "8 x 96 heads, sq " + std::to_string(sq));
+  }
+}
+
+const std::filesystem::path k_models = COOLBENCH_TEST_MODELS;
+
+tensor model_input(const value_info& v, const symbol_bindings& bound, std::mt19937& rng) {
+  shape_t shape;
+  for (const auto& d : v.shape) shape.push_back(d.value >= 0 ? d.value : bound.at(d.symbol));
+  if (v.type != dtype::int64) return random_tensor(v.type, shape, rng, 1.0F);
+  tensor t(dtype::int64, shape);
+  std::uniform_int_distribution<std::int64_t> token(0, 90);
+  auto x = t.data<std::int64_t>();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const bool padded = static_cast<std::int64_t>(i) >= shape.back() &&
+                        static_cast<std::int64_t>(i) % shape.back() >= shape.back() - 5;
+    if (v.name.find("mask") != std::string::npos) {
+      x[i] = padded ? 0 : 1;
+    } else {
+      x[i] = v.name.find("type") != std::string::npos ? token(rng) % 2 : token(rng);
+    }
+  }
+  return t;
+}
+
+void expect_model_parity(const graph& original, const symbol_bindings& bound,
+                         const std::string& what) {
+  const auto gpu_backend = make_backend("cuda:0");
+  graph fused = original;
+  ASSERT_EQ(fuse_for(fused, *gpu_backend, bound), 2U) << what << ": one attention per layer";
+  session_options options{bound};
+  session cpu(original, options, "cpu");
+  session gpu(fused, options, "cuda:0");
+  std::mt19937 rng(5);
+  for (const auto& v : original.inputs) {
+    const tensor t = model_input(v, bound, rng);
+    cpu.set_input(v.name, t);
+    gpu.set_input(v.name, t);
+  }
+  cpu.run();
+  gpu.run();
+  for (const auto& out : original.outputs) {
+    expect_close(gpu.output(out.name), cpu.output(out.name), what + " " + out.name);
+  }
+}
+
+TEST(cuda_attention, fused_models_match_the_cpu) {
+  REQUIRE_GPU();
+  const symbol_bindings text{{"batch", 2}, {"sequence", 16}};
+  const std::vector<std::pair<const char*, symbol_bindings>> cases = {
+      {"test_gpt2_torchscript_op18_nopast", text},
+      {"test_gpt2_dynamo_op18_nopast", text},
+      {"test_gpt2_torchscript_op18_past", {{"batch", 2}, {"sequence", 4}, {"past_sequence", 8}}},
+      {"test_gpt2_dynamo_op18_past", {{"batch", 2}, {"sequence", 1}, {"past_sequence", 8}}},
+      {"test_bert_torchscript_op14", text},
+      {"test_bert_dynamo_op18", text},
+      {"test_distilbert_torchscript_op18", text},
+      {"test_vit_torchscript_op18", {{"batch", 2}}},
+      {"test_vit_dynamo_op18", {{"batch", 2}}}};
+  for (const auto& [folder, bound] : cases) {
+    expect_model_parity(load_onnx(k_models / folder / "model.onnx"), bound, folder);
+  }
+  gpt2_config config;
+  config.layers = 2, config.hidden = 128, config.heads = 2, config.vocab = 91;
+  config.positions = 512, config.sequence = 300;
+  expect_model_parity(parse_onnx(make_gpt2_model(config), ".", "gpt2.onnx"),
+                      {{"batch", 2}, {"sequence", 300}}, "coolbench gpt2, head_dim 64, 300 tokens");
+}
+
+}  // namespace
+}  // namespace coolbench::engine
