@@ -131,7 +131,7 @@ class Runner:
         return cmd + [arg for c in configs for arg in ("--config", c.key)]
 
     def start(self, child, **kw):
-        log = open(os.path.join(self.args.work, "children.log"), "a")
+        log = open(self.args.log, "a")
         log.write(f"\n==== {child} {kw.get('engine') or ''} "
                   f"{' '.join(c.key for c in kw.get('configs', ()))} {kw.get('dtype') or ''}\n")
         log.flush()
@@ -156,7 +156,7 @@ class Runner:
                    if ln.startswith("RECORD ")]
         if not records:
             records = [{"kind": child, "error": f"the child printed no record (exit "
-                        f"{process.returncode}); its output is in {self.args.work}/children.log"}]
+                        f"{process.returncode}); its output is in {self.args.log}"}]
         seconds = time.perf_counter() - began
         self.durations.setdefault(label, []).append(seconds)
         for record in records:
@@ -250,8 +250,9 @@ def options():
                    "configuration (default 5)")
     p.add_argument("--build", default="build", help="coolbench's build folder (BUILD/python)")
     p.add_argument("--work", default=os.path.join("build", "engine_vs_torch"),
-                   help="exports, references, Inductor's cache, children.log")
+                   help="exports, references, Inductor's and Triton's caches")
     p.add_argument("--jsonl", help="append every record here (default WORK/records.jsonl)")
+    p.add_argument("--log", help="every child's stderr and stdout (default WORK/children.log)")
     p.add_argument("--json", help="write the table's rows here (docs/perf/engine_vs_torch.json)")
     p.add_argument("--budget", type=float, help="seconds: start no child that would likely "
                    "end after this (a device call of 10 minutes: 540)")
@@ -323,6 +324,7 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     args.work = os.path.abspath(args.work)
     args.jsonl = args.jsonl or os.path.join(args.work, "records.jsonl")
+    args.log = os.path.abspath(args.log or os.path.join(args.work, "children.log"))
     os.makedirs(os.path.dirname(os.path.abspath(args.jsonl)), exist_ok=True)
     print(f"engine_vs_torch: {len(configs)} configurations × {len(args.engines)} engines × "
           f"{args.processes} processes on {args.device}; records to {args.jsonl}", flush=True)

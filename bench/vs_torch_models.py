@@ -298,13 +298,12 @@ def work(config, size="full"):
     width = DTYPE_BYTES[config.dtype]
     if config.model == "gpt2":
         c = gpt2_config(size)
-        d, layers, vocab, heads = c.n_embd, c.n_layer, c.vocab_size, c.n_head
+        d, layers, vocab = c.n_embd, c.n_layer, c.vocab_size
         params = vocab * d + c.n_positions * d + layers * (12 * d * d + 13 * d) + 2 * d
         tokens = b * s
         flops = (layers * (24 * d * d * tokens + 4 * b * s * (s + p) * d) + 2 * d * vocab * tokens)
         inputs = tokens * 8 + (2 * layers * b * p * d * width)
         outputs = tokens * vocab * width + (2 * layers * b * (s + p) * d * width if p else 0)
-        del heads
     elif config.model == "bert":
         c = bert_config(size)
         d, layers, inner = c.hidden_size, c.num_hidden_layers, c.intermediate_size

@@ -150,10 +150,11 @@ if want thermal-power; then
 fi
 if want engine-vs-torch; then
   # bench/engine_vs_torch.py (docs/perf/engine.md, "Against PyTorch"); COOLBENCH_EVT_ARGS
-  # passes options, e.g. "--budget 300" or "--configs gpt2-grid --processes 5 --budget 540".
+  # passes options, e.g. "--budget 300" or "--configs gpt2:bf16:8:1+128 --profile --budget 540".
   # shellcheck disable=SC2086 # options
   python3 bench/engine_vs_torch.py --build build ${COOLBENCH_EVT_ARGS:-} \
-    --jsonl "$out/engine_vs_torch.jsonl" --json "$out/engine_vs_torch.json" 2>&1 |
+    --jsonl "$out/engine_vs_torch.jsonl" --json "$out/engine_vs_torch.json" \
+    --log "$out/engine_vs_torch-children.log" 2>&1 |
     tee "$out/engine_vs_torch.md" | grep -vE "Warning|warn"
 fi
 if want models; then
