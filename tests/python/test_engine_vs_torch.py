@@ -114,3 +114,6 @@ def test_ci_over_processes():
     assert mean == pytest.approx(1.1)
     assert half == pytest.approx(2.7764 * 0.158114 / 5 ** 0.5, rel=1e-4)
     assert report.t975(60) == pytest.approx(2.0003, abs=2e-4)
+    stats = pytest.importorskip("scipy.stats")
+    for df in (1, 2, 4, 9, 29, 30, 31, 45, 100, 1000):
+        assert report.t975(df) == pytest.approx(stats.t.ppf(0.975, df), abs=1e-4)
