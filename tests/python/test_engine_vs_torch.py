@@ -117,3 +117,46 @@ def test_ci_over_processes():
     stats = pytest.importorskip("scipy.stats")
     for df in (1, 2, 4, 9, 29, 30, 31, 45, 100, 1000):
         assert report.t975(df) == pytest.approx(stats.t.ppf(0.975, df), abs=1e-4)
+
+
+def test_rows_against_ceilings_from_records():
+    """GPU-shaped records (as a run on the H200 writes them) through the table
+    and the JSON rows: means, ratios, shares of the ceilings, floors, notes."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import vs_torch_report as report
+    base = dict(kind="measure", config="gpt2:fp16:1:128", model="gpt2", dtype="fp16", batch=1,
+                seq=128, past=0, size="full", flops=32.2e9, parameters=124439808,
+                weight_bytes=248879616, bytes_min=261746432, gpu="NVIDIA H200",
+                driver="580.159.04", commit="abc1234", date="2026-12-05T10:00:00+00:00")
+    records = [dict(kind="ceiling", dtype="fp16", copy_bytes=2 << 30, runs=30,
+                    copy_bytes_per_s=4.0e12, copy_bytes_per_s_median=3.9e12,
+                    gemm_shape="8192x8192x8192 fp16", gemm_flop_per_s=800e12,
+                    gemm_flop_per_s_median=700e12, gpu="NVIDIA H200"),
+               dict(kind="warm", config="gpt2:fp16:1:128", engine="torch_compile_ma",
+                    compile_s=95.0)]
+    figures = {"torch_graph": [0.82, 0.83, 0.825, 0.822, 0.828],
+               "torch_compile_ma": [0.52, 0.53, 0.525, 0.522, 0.528],
+               "coolbench": [0.40, 0.41, 0.405, 0.402, 0.408]}
+    for engine, values in figures.items():
+        for value in values:
+            records.append(dict(base, engine=engine, figure_ms=value, hold=True,
+                                timer="device events", compile_s=9.0 if "compile" in engine
+                                else None))
+    records.append(dict(base, engine="torch_eager", figure_ms=None, error="RuntimeError: boom"))
+    rows = {r["engine"]: r for r in report.aggregate(records)}
+    ma, cb = rows["torch_compile_ma"], rows["coolbench"]
+    assert ma["figure_ms"] == pytest.approx(0.525) and ma["processes"] == 5
+    # scipy.stats.ttest_1samp(x, 0).confidence_interval(0.95): (0.519880, 0.530120)
+    assert ma["ci_ms"] == pytest.approx(0.530119511816121 - 0.525, rel=1e-4)
+    assert cb["best_torch"] == "torch_compile_ma"
+    assert cb["ratio_to_best_torch"] == pytest.approx(0.405 / 0.525)
+    assert cb["comparable"] and ma["compile_cold_s"] == 95.0
+    assert cb["flop_per_s"] == pytest.approx(32.2e9 / 0.405e-3)
+    assert cb["floor_bw_ms"] == pytest.approx(261746432 / 4.0e12 * 1e3)
+    assert cb["floor_weights_ms"] == pytest.approx(0.0622, abs=1e-4)
+    assert rows["torch_eager"]["processes"] == 0 and rows["torch_eager"]["failed"] == 1
+    text = report.table(report.aggregate(records))
+    assert "| coolbench | gpt2 | fp16 | 1 | 128 | 5 | 0.4050 ± " in text
+    assert "0.771×" in text and "79.5 TFLOP/s (9.9%)" in text  # of 800 TFLOP/s
+    assert "1 failed: RuntimeError: boom" in text and "(cold 95 s)" in text
+    assert "4 TB/s" in report.ceilings_table(records)
