@@ -5,7 +5,7 @@
 #   scripts/device-check.sh [STEPS...]   steps: tests sanitizer engine-sanitizer commands
 #                                         release-check release-bench telemetry-bench
 #                                         thermal-latency thermal-power contexts foreign
-#                                         models (default: the first six)
+#                                         models engine-vs-torch (default: the first six)
 # COOLBENCH_BUILD_TARGETS (space-separated) builds only those targets, for a short call.
 # models: the small PyTorch exports on CPU and CUDA (ctest conformance_torch_models*)
 # and the full-size model table (tools/check_full_models.py; COOLBENCH_MODELS_ARGS
@@ -147,6 +147,15 @@ if want thermal-power; then
   python3 bench/thermal_invariance.py --build build --workload power=gemm:bf16:8192:8192:8192:1 \
     --policies coolbench naive fixed-sleep --repeats 2 --preheat 10 --max-time 20 --rel-ci 0.001 \
     --out "$out/thermal-power" 2>&1 | tee "$out/thermal-power.txt"
+fi
+if want engine-vs-torch; then
+  # bench/engine_vs_torch.py (docs/perf/engine.md, "Against PyTorch"); COOLBENCH_EVT_ARGS
+  # passes options, e.g. "--budget 300" or "--configs gpt2:bf16:8:1+128 --profile --budget 540".
+  # shellcheck disable=SC2086 # options
+  python3 bench/engine_vs_torch.py --build build ${COOLBENCH_EVT_ARGS:-} \
+    --jsonl "$out/engine_vs_torch.jsonl" --json "$out/engine_vs_torch.json" \
+    --log "$out/engine_vs_torch-children.log" 2>&1 |
+    tee "$out/engine_vs_torch.md" | grep -vE "Warning|warn"
 fi
 if want models; then
   ctest --test-dir build --output-on-failure -V -R conformance_torch_models >"$out/models-ctest.log" 2>&1

@@ -1,0 +1,342 @@
+#!/usr/bin/env python3
+"""coolbench's CUDA backend against the best PyTorch can do, same weights and inputs.
+
+Engines: coolbench (coolbench.Session on the ONNX export of the model),
+torch_eager, torch_graph (torch.cuda.CUDAGraph around the same forward),
+torch_compile_ro (torch.compile mode="reduce-overhead") and torch_compile_ma
+(mode="max-autotune"). Models: transformers' GPT-2 small, BERT-base and
+ViT-B/16 from their configurations, random weights from a fixed seed, in
+.eval() and the configuration's dtype (no download). Each engine and
+configuration runs in its own fresh processes (--processes, 5 by default),
+each measured by coolbench.measure with the same settings (cold mode; the
+stream held while PyTorch queues its work) and printing one record; the
+figure is the mean of the processes' figures with a Student-t 95 % interval
+over them. Engines take turns in a shuffled order in every round.
+
+In the same run: ceilings per dtype (a 1 GiB device-to-device copy, an
+8192³ GEMM through torch.matmul), the FLOPs and bytes of each configuration
+against them, and for the profiled configurations (the headline by default)
+the per-kernel time of every engine under torch.profiler.
+
+  python3 bench/engine_vs_torch.py --build build [--configs headline] [--engines ...]
+      [--processes 5] [--budget SECONDS] [--jsonl FILE] [--json FILE]
+  python3 bench/engine_vs_torch.py --from A.jsonl B.jsonl [--json docs/perf/engine_vs_torch.json]
+  python3 bench/engine_vs_torch.py --cpu-smoke --build build     # the plumbing, no GPU
+
+Configurations are MODEL:DTYPE:BATCH[:SEQ[+PAST]] (gpt2:fp16:1:128;
+gpt2:fp16:8:1+128 is one token decoded after a 128-token past; vit:fp16:32),
+or a set: headline, gpt2-grid, encoders, all. Records go to the JSONL as each
+process ends, so a run cut short keeps what it measured; --from rebuilds the
+tables from such files. Needs PyTorch (CUDA), Triton, transformers, onnx and
+coolbench's Python module built with the engine (--build puts BUILD/python on
+PYTHONPATH).
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import vs_torch_models as models  # noqa: E402
+import vs_torch_report as report  # noqa: E402
+
+ENGINES = ("coolbench", "torch_eager", "torch_graph", "torch_compile_ro", "torch_compile_ma")
+COMPILED = ("torch_compile_ro", "torch_compile_ma")
+HEADLINE = "gpt2:fp16:1:128"
+SETS = {
+    "headline": [HEADLINE],
+    "gpt2-grid": [f"gpt2:{d}:{b}:{s}" for d in ("fp16", "bf16", "fp32") for b in (1, 8)
+                  for s in ("1+128", "128", "1024")],
+    "encoders": ["bert:fp16:1:128", "bert:fp16:32:128", "vit:fp16:1", "vit:fp16:32"],
+}
+SETS["all"] = SETS["gpt2-grid"] + SETS["encoders"]
+SMOKE_CONFIGS = ["gpt2:fp32:1:8", "gpt2:fp32:2:1+8", "bert:fp32:1:8", "vit:fp32:1"]
+
+
+def parse_configs(items, size):
+    keys = []
+    for item in items:
+        for text in item.split(","):
+            for key in SETS.get(text, [text]):
+                if key not in keys:
+                    keys.append(key)
+    return [models.parse_config(k, size) for k in keys]
+
+
+def commit():
+    if os.environ.get("COOLBENCH_COMMIT"):
+        return os.environ["COOLBENCH_COMMIT"]
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=10, cwd=HERE)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+class Runner:
+    """Starts the children, appends their records, keeps to the time budget."""
+
+    def __init__(self, args):
+        self.args = args
+        self.started = time.perf_counter()
+        self.records = []
+        self.durations = {}
+        self.commit = commit()
+        self.env = dict(os.environ)
+        paths = [HERE] + ([os.path.join(args.build, "python")] if args.build else [])
+        self.env["PYTHONPATH"] = os.pathsep.join(paths + [self.env.get("PYTHONPATH", "")])
+        # Inductor's and Triton's caches in the work folder: the first process
+        # of a compiled engine fills them, the later ones load from them.
+        self.env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(args.work, "inductor"))
+        self.env.setdefault("TRITON_CACHE_DIR", os.path.join(args.work, "triton"))
+        self.env.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
+        self.stopped = None
+
+    def elapsed(self):
+        return time.perf_counter() - self.started
+
+    def fits(self, what):
+        """Whether a child of kind `what` is likely to end within the budget."""
+        if self.args.budget is None:
+            return True
+        past = self.durations.get(what, []) or self.durations.get(what.split()[0], [])
+        expected = max(past) if past else 30.0
+        if self.elapsed() + expected > self.args.budget:
+            self.stopped = (f"stopped at {self.elapsed():.0f} s of the {self.args.budget:.0f} s "
+                            f"budget before a {what} child (expected {expected:.0f} s)")
+            return False
+        return True
+
+    def command(self, child, engine=None, configs=(), dtype=None, profile=False):
+        a = self.args
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", child, "--work", a.work,
+               "--device", a.device, "--size", a.size, "--commit", self.commit,
+               "--max-time", str(a.max_time), "--rel-ci", str(a.rel_ci)]
+        if a.min_time is not None:
+            cmd += ["--min-time", str(a.min_time)]
+        if a.min_samples is not None:
+            cmd += ["--min-samples", str(a.min_samples)]
+        if engine:
+            cmd += ["--engine", engine]
+        if dtype:
+            cmd += ["--dtype", dtype]
+        if profile:
+            cmd += ["--profile-after"]
+        return cmd + [arg for c in configs for arg in ("--config", c.key)]
+
+    def start(self, child, **kw):
+        log = open(self.args.log, "a")
+        log.write(f"\n==== {child} {kw.get('engine') or ''} "
+                  f"{' '.join(c.key for c in kw.get('configs', ()))} {kw.get('dtype') or ''}\n")
+        log.flush()
+        process = subprocess.Popen(self.command(child, **kw), stdout=subprocess.PIPE,
+                                   stderr=log, text=True, env=self.env)
+        return process, log, time.perf_counter()
+
+    def finish(self, child, handle, label):
+        process, log, began = handle
+        timeout = 600
+        if self.args.budget is not None:
+            timeout = max(60, self.args.budget - self.elapsed() + 60)
+        try:
+            out, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, _ = process.communicate()
+            out += "\n"
+        log.write(out[-20000:])
+        log.close()
+        records = [json.loads(ln[len("RECORD "):]) for ln in out.splitlines()
+                   if ln.startswith("RECORD ")]
+        if not records:
+            records = [{"kind": child, "error": f"the child printed no record (exit "
+                        f"{process.returncode}); its output is in {self.args.log}"}]
+        seconds = time.perf_counter() - began
+        self.durations.setdefault(label, []).append(seconds)
+        for record in records:
+            record.setdefault("label", label)
+            record["process_s"] = seconds
+            self.append(record)
+        return records[0]
+
+    def run(self, child, label, **kw):
+        return self.finish(child, self.start(child, **kw), label)
+
+    def append(self, record):
+        self.records.append(record)
+        with open(self.args.jsonl, "a") as f:
+            f.write(json.dumps(record, default=str) + "\n")
+        status = record.get("error") or (f"{record['figure_ms']:.4f} ms" if record.get(
+            "figure_ms") is not None else "ok")
+        print(f"[{self.elapsed():6.0f} s] {record.get('kind')} {record.get('engine') or ''} "
+              f"{record.get('config') or record.get('dtype') or record.get('family') or ''}: "
+              f"{status}", flush=True)
+
+
+def prepare(runner, configs, engines):
+    """The ONNX exports and references (one child per family) and, at the
+    same time, one compile per compiled engine and configuration, so that the
+    measured processes load Inductor's cache. Nothing is measured meanwhile."""
+    families = {}
+    for c in configs:
+        families.setdefault(c.family, []).append(c)
+    handles = []
+    for family, members in families.items():
+        handles.append(("prepare", "prepare", runner.start("prepare", configs=members)))
+    for c in configs:
+        for engine in engines:
+            if engine in COMPILED and runner.args.device.startswith("cuda"):
+                handles.append(("warm", f"warm {engine}",
+                                runner.start("warm", engine=engine, configs=[c])))
+    for child, label, handle in handles:
+        runner.finish(child, handle, label)
+
+
+def measure_all(runner, configs, engines):
+    a = runner.args
+    rng = random.Random(a.seed)
+    dtypes_done = set()
+    for c in configs:
+        if a.ceilings and c.dtype not in dtypes_done and a.device.startswith("cuda"):
+            if not runner.fits("ceiling"):
+                return
+            runner.run("ceiling", "ceiling", dtype=c.dtype)
+            dtypes_done.add(c.dtype)
+        for round_ in range(a.processes):
+            order = list(engines)
+            rng.shuffle(order)
+            for engine in order:
+                # The first process of each engine also profiles, after measuring.
+                profile = round_ == 0 and c.key in a.profile
+                label = engine + (" profiled" if profile else "")
+                if not runner.fits(label):
+                    return
+                runner.run("measure", label, engine=engine, configs=[c], profile=profile)
+
+
+def print_tables(records, stopped=None):
+    rows = report.aggregate(records)
+    print("\n## Engines against PyTorch\n")
+    print(report.table(rows))
+    print(f"\nCI: {report.CI_METHOD}; ratio: figure / the best PyTorch mode's of the same "
+          "configuration. FLOP/s and bytes/s: the configuration's FLOPs and least bytes "
+          "(weights + inputs + outputs) over the figure. A coolbench row timed around host "
+          "copies (session.run) is not comparable with the held PyTorch figures.")
+    print("\n## Ceilings\n")
+    print(report.ceilings_table(records))
+    profiles = report.profiles_text(records)
+    if profiles:
+        print("\n## Per-kernel time\n")
+        print(profiles)
+    if stopped:
+        print(f"\n{stopped}")
+    return rows
+
+
+def options():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    p.add_argument("--configs", nargs="+", default=["headline"],
+                   help="configurations or sets (headline, gpt2-grid, encoders, all)")
+    p.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
+    p.add_argument("--processes", type=int, default=5, help="fresh processes per engine and "
+                   "configuration (default 5)")
+    p.add_argument("--build", default="build", help="coolbench's build folder (BUILD/python)")
+    p.add_argument("--work", default=os.path.join("build", "engine_vs_torch"),
+                   help="exports, references, Inductor's and Triton's caches")
+    p.add_argument("--jsonl", help="append every record here (default WORK/records.jsonl)")
+    p.add_argument("--log", help="every child's stderr and stdout (default WORK/children.log)")
+    p.add_argument("--json", help="write the table's rows here (docs/perf/engine_vs_torch.json)")
+    p.add_argument("--budget", type=float, help="seconds: start no child that would likely "
+                   "end after this (a device call of 10 minutes: 540)")
+    p.add_argument("--profile", nargs="*", default=[HEADLINE],
+                   help="configurations profiled per kernel, by each engine's first process "
+                   "after it measured (default the headline; none: --profile alone)")
+    p.add_argument("--no-ceilings", dest="ceilings", action="store_false")
+    p.add_argument("--device", default="cuda:0")
+    p.add_argument("--max-time", type=float, default=8.0,
+                   help="coolbench.measure's max_time per process, seconds (default 8; the "
+                   "warm-up may take up to 5 of them)")
+    p.add_argument("--min-time", type=float, help="coolbench.measure's min_time")
+    p.add_argument("--min-samples", type=int, help="coolbench.measure's min_samples")
+    p.add_argument("--rel-ci", type=float, default=0.005)
+    p.add_argument("--seed", type=int, default=1, help="of the engines' order in each round")
+    p.add_argument("--from", dest="from_files", nargs="+", metavar="JSONL",
+                   help="only print the tables of these records (and --json)")
+    p.add_argument("--cpu-smoke", action="store_true",
+                   help="tiny models on the CPU, coolbench and torch_eager, 1 process each: the "
+                   "plumbing without a GPU")
+    p.add_argument("--child", choices=["prepare", "warm", "ceiling", "measure"],
+                   help=argparse.SUPPRESS)
+    p.add_argument("--profile-after", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--config", action="append", default=[], help=argparse.SUPPRESS)
+    p.add_argument("--engine", help=argparse.SUPPRESS)
+    p.add_argument("--dtype", help=argparse.SUPPRESS)
+    p.add_argument("--size", default="full", choices=["full", "tiny"], help=argparse.SUPPRESS)
+    p.add_argument("--commit", default="unknown", help=argparse.SUPPRESS)
+    return p
+
+
+def write_json(path, rows):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(report.json_rows(rows), f, indent=1, default=str)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+
+
+def main():
+    parser = options()
+    args = parser.parse_args()
+    if args.child:
+        import vs_torch_child
+        vs_torch_child.run_child(args)  # does not return
+    if args.from_files:
+        records = []
+        for path in args.from_files:
+            with open(path) as f:
+                records += [json.loads(line) for line in f if line.strip()]
+        rows = print_tables(records)
+        if args.json:
+            write_json(args.json, rows)
+        return 0
+    if args.cpu_smoke:
+        args.size, args.device, args.processes = "tiny", "cpu", 1
+        args.engines = ["coolbench", "torch_eager"]
+        if args.configs == ["headline"]:
+            args.configs = SMOKE_CONFIGS
+        args.profile = [SMOKE_CONFIGS[0]] if args.profile == [HEADLINE] else args.profile
+        args.max_time, args.min_time, args.min_samples = 4.0, 0.1, 5
+    if args.processes < 1:
+        parser.error("--processes must be at least 1")
+    try:
+        configs = parse_configs(args.configs, args.size)
+        args.profile = [c.key for c in parse_configs(args.profile, args.size)]
+    except ValueError as e:
+        parser.error(str(e))
+    os.makedirs(args.work, exist_ok=True)
+    args.work = os.path.abspath(args.work)
+    args.jsonl = args.jsonl or os.path.join(args.work, "records.jsonl")
+    args.log = os.path.abspath(args.log or os.path.join(args.work, "children.log"))
+    os.makedirs(os.path.dirname(os.path.abspath(args.jsonl)), exist_ok=True)
+    print(f"engine_vs_torch: {len(configs)} configurations × {len(args.engines)} engines × "
+          f"{args.processes} processes on {args.device}; records to {args.jsonl}", flush=True)
+    runner = Runner(args)
+    prepare(runner, configs, args.engines)
+    measure_all(runner, configs, args.engines)
+    rows = print_tables(runner.records, runner.stopped)
+    if args.json:
+        write_json(args.json, rows)
+    failed = [r for r in runner.records if r.get("error")]
+    return 1 if failed and len(failed) == len(runner.records) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

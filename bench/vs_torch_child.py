@@ -1,0 +1,264 @@
+"""The child processes of bench/engine_vs_torch.py. Each does one thing and
+prints one line `RECORD {json}` last (PyTorch and Inductor print on stdout
+too): the parent appends it to the run's JSONL as soon as the child ends.
+
+  prepare   export the family's ONNX file once (cached in the work folder) and
+            write PyTorch eager's reference outputs of each configuration
+  warm      compile one torch.compile engine once, filling Inductor's cache
+  ceiling   a large device-to-device copy and a large GEMM in the dtype
+  measure   one engine on one configuration under coolbench.measure; with
+            --profile-after, then its per-kernel time under torch.profiler (a
+            second record)
+"""
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+import numpy as np
+
+import vs_torch_engines as engines
+import vs_torch_models as models
+
+
+def emit(record):
+    print("RECORD " + json.dumps(record, default=str), flush=True)
+
+
+def one_line(error):
+    text = str(error).strip().splitlines() or [""]
+    return f"{type(error).__name__}: {text[0][:300]}"
+
+
+def onnx_path(work, config, size):
+    return os.path.join(work, "onnx", f"{config.family}-{size}.onnx")
+
+
+def reference_path(work, config, size):
+    return os.path.join(work, "reference", f"{config.key.replace(':', '_')}-{size}.npy")
+
+
+def base_record(kind, args, config=None):
+    record = {"kind": kind, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+        timespec="seconds"), "commit": args.commit, "device": args.device, "size": args.size}
+    if config is not None:
+        record.update(config=config.key, model=config.model, dtype=config.dtype,
+                      batch=config.batch, seq=config.seq, past=config.past)
+        record.update(models.work(config, args.size))
+    if "torch" in sys.modules:  # not imported for coolbench's engine alone
+        record["torch"] = sys.modules["torch"].__version__
+    return record
+
+
+def gpu_identity():
+    """(name, driver) from nvidia-smi, or (None, None)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                              "--format=csv,noheader", "-i", "0"],
+                             capture_output=True, text=True, timeout=20)
+        name, driver = [p.strip() for p in out.stdout.strip().splitlines()[0].split(",")]
+        return name, driver
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return None, None
+
+
+def protocol(args):
+    options = {"mode": "cold", "max_time": args.max_time, "rel_ci": args.rel_ci, "check": False}
+    if args.min_time is not None:
+        options["min_time"] = args.min_time
+    if args.min_samples is not None:
+        options["min_samples"] = args.min_samples
+    return options
+
+
+def difference(outputs, work, config, size):
+    """max |this engine's reference slice − PyTorch eager's|, or None without a reference."""
+    path = reference_path(work, config, size)
+    if outputs is None or not os.path.exists(path):
+        return None
+    first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+    if hasattr(first, "detach"):
+        first = first.detach().float().cpu().numpy()
+    got = models.reference_slice([first], config)
+    want = np.load(path)
+    return float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
+
+
+# ---- prepare, warm, ceiling ------------------------------------------------------------------
+
+
+def child_prepare(args):
+    configs = [models.parse_config(c, args.size) for c in args.config]
+    record = base_record("prepare", args)
+    record.update(family=configs[0].family, configs=[c.key for c in configs])
+    path = onnx_path(args.work, configs[0], args.size)
+    if os.path.exists(path):
+        record["export_s"] = None  # cached from an earlier call
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        record["export_s"] = models.export_onnx(configs[0], args.size, args.device, path)
+    record["onnx_bytes"] = os.path.getsize(path)
+    import torch
+    os.makedirs(os.path.join(args.work, "reference"), exist_ok=True)
+    for config in configs:
+        module = models.build_module(config, args.size, args.device)
+        inputs = models.to_torch(models.make_inputs(config, args.size), config, args.device)
+        with torch.inference_mode():
+            outputs = module(*inputs)
+        first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+        np.save(reference_path(args.work, config, args.size),
+                models.reference_slice([first.float().cpu().numpy()], config))
+        del module, outputs
+    return record
+
+
+def child_warm(args):
+    config = models.parse_config(args.config[0], args.size)
+    record = base_record("warm", args, config)
+    record["engine"] = args.engine
+    _, info = engines.make_torch_engine(args.engine, config, args.size, args.device)
+    record.update(info)
+    return record
+
+
+def child_ceiling(args):
+    """Best and median of `runs` timed calls (CUDA events, after 5 warm-ups):
+    a 1 GiB device-to-device copy (2 GiB moved) and an 8192³ GEMM in the
+    dtype (4096³ in fp32, which runs without TF32, as the models do)."""
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    record = base_record("ceiling", args)
+    record["dtype"] = args.dtype
+    record["gpu"], record["driver"] = gpu_identity()
+    runs = 30
+
+    def timed(fn):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        for _ in range(5):
+            fn()
+        times = []
+        for _ in range(runs):
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        return min(times), float(np.median(times))
+
+    size = 1 << 30
+    src = torch.empty(size, dtype=torch.uint8, device=args.device).random_(0, 255)
+    dst = torch.empty_like(src)
+    best, median = timed(lambda: dst.copy_(src))
+    record.update(copy_bytes=2 * size, copy_bytes_per_s=2 * size / best,
+                  copy_bytes_per_s_median=2 * size / median, runs=runs)
+    src = dst = None  # 2 GiB back before the GEMM's operands
+    n = 4096 if args.dtype == "fp32" else 8192
+    dtype = getattr(torch, models.DTYPES[args.dtype])
+    a = torch.randn(n, n, device=args.device, dtype=dtype)
+    b = torch.randn(n, n, device=args.device, dtype=dtype)
+    c = torch.empty(n, n, device=args.device, dtype=dtype)
+    best, median = timed(lambda: torch.matmul(a, b, out=c))
+    record.update(gemm_shape=f"{n}x{n}x{n} {args.dtype}", gemm_flop_per_s=2 * n ** 3 / best,
+                  gemm_flop_per_s_median=2 * n ** 3 / median)
+    return record
+
+
+# ---- measure and profile ---------------------------------------------------------------------
+
+
+def result_fields(result):
+    doc = result.to_dict()
+    summary = doc.get("summary") or {}
+    environment = doc.get("environment") or {}
+    gpu = environment.get("gpu") or {}
+    hidden = summary.get("hidden_state") or {}
+    return {
+        "figure_ms": result.figure_ms, "median_ms": result.median_ms, "rel_ci": result.rel_ci,
+        "run_ci_ms": list(result.ci_ms) if result.ci_ms else None,
+        "converged": result.converged, "stop_reason": result.stop_reason,
+        "complete": result.complete, "run_error": result.error or None,
+        "kept": (summary.get("latency") or {}).get("count"),
+        "bursts": summary.get("bursts"), "seconds_total": summary.get("seconds_total"),
+        "temp_range_c": summary.get("temp_range_c"),
+        "sm_clock_range_mhz": summary.get("sm_clock_range_mhz"),
+        "timer_step_ms": summary.get("timer_step_ms"),
+        "timer": engines.timer_kind(result.latencies_ms),
+        "warnings": list(result.warnings) + list(environment.get("warnings") or []),
+        "hidden_state": hidden.get("summary"),
+        "workload": result.workload,
+        "gpu_from_run": gpu.get("name"),
+        "driver_from_run": gpu.get("driver_version") or environment.get("driver_version"),
+    }
+
+
+def child_measure(args):
+    config = models.parse_config(args.config[0], args.size)
+    record = base_record("measure", args, config)
+    record.update(engine=args.engine, gpu=None, driver=None)
+    if args.device.startswith("cuda"):
+        record["gpu"], record["driver"] = gpu_identity()
+    started = time.perf_counter()
+    try:
+        if args.engine == "coolbench":
+            session, feeds, outputs, info = engines.make_coolbench_session(
+                config, args.size, args.device, onnx_path(args.work, config, args.size))
+            record.update(info)
+            record["max_abs_diff"] = difference(outputs, args.work, config, args.size)
+            result, record["timing"] = engines.measure_coolbench(session, feeds, protocol(args),
+                                                                 args.device)
+            record["hold"] = None
+        else:
+            import torch
+            torch.backends.cuda.matmul.allow_tf32 = False
+            fn, info = engines.make_torch_engine(args.engine, config, args.size, args.device)
+            record.update(info)
+            record["max_abs_diff"] = difference(fn(), args.work, config, args.size)
+            engines.synchronize(args.device)
+            result, record["hold"] = engines.measure_callable(fn, protocol(args), args.device)
+            record["timing"] = "measure(callable)" + {True: ", held", False: ", not held",
+                                                      None: ", host clock"}[record["hold"]]
+        record.update(result_fields(result))
+        if result.figure_ms is None:
+            record["error"] = "no figure: " + (result.error or result.stop_reason or "unknown")
+    except Exception as e:  # the record says what failed; the other processes go on
+        record.update(error=one_line(e), traceback=traceback.format_exc()[-4000:])
+    record["wall_s"] = time.perf_counter() - started
+    if not args.profile_after or record.get("error"):
+        return record
+    # The per-kernel profile in the same process, after its figure is taken:
+    # one process start less per engine.
+    emit(record)
+    profiled = base_record("profile", args, config)
+    profiled["engine"] = args.engine
+    try:
+        if args.engine == "coolbench":
+            profiled["kernels"] = engines.profile_kernels(lambda: session.run(None, feeds),
+                                                          args.device)
+            profiled["note"] = "session.run: its host copies and synchronization included"
+        else:
+            profiled["kernels"] = engines.profile_kernels(fn, args.device)
+    except Exception as e:
+        profiled.update(error=one_line(e), traceback=traceback.format_exc()[-4000:])
+    return profiled
+
+
+CHILDREN = {"prepare": child_prepare, "warm": child_warm, "ceiling": child_ceiling,
+            "measure": child_measure}
+
+
+def run_child(args):
+    """Runs the child `args.child`; a failure still ends in a RECORD line."""
+    try:
+        record = CHILDREN[args.child](args)
+    except Exception as e:
+        record = {"kind": args.child, "engine": args.engine, "dtype": args.dtype,
+                  "config": args.config[0] if args.config else None, "error": one_line(e),
+                  "traceback": traceback.format_exc()[-4000:]}
+    emit(record)
+    sys.stdout.flush()
+    # Leave without running PyTorch's and Inductor's exit handlers, which can
+    # hang on worker pools; everything the parent needs is printed.
+    os._exit(0)

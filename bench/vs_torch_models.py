@@ -1,0 +1,332 @@
+"""The models of bench/engine_vs_torch.py: configurations, the PyTorch modules
+(transformers' GPT-2 small, BERT-base and ViT-B/16 from their configurations,
+random weights from a fixed seed), their seeded inputs, the ONNX export that
+brings the same weights to coolbench, and the work a configuration does
+(FLOPs, weight bytes, the bytes it must move at the least).
+
+Nothing here touches a GPU by itself: the caller passes the device. torch and
+transformers are imported inside the functions that need them, so the
+parent process (which only starts children and prints tables) never loads
+them.
+"""
+import dataclasses
+import os
+import sys
+
+import numpy as np
+
+SEED = 1234
+OPSET = 18
+DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
+MODELS = ("gpt2", "bert", "vit")
+
+# Full size: transformers' defaults (GPT2Config() is GPT-2 small, BertConfig()
+# BERT-base, ViTConfig() ViT-B/16 at 224x224), ViT with ImageNet's 1000 classes.
+# Tiny: the same structure at widths that run in a second on a CPU (--cpu-smoke).
+SIZES = {
+    "full": {"gpt2": {}, "bert": {}, "vit": {"num_labels": 1000}},
+    "tiny": {
+        "gpt2": dict(n_layer=2, n_embd=32, n_head=4, vocab_size=97, n_positions=256,
+                     bos_token_id=0, eos_token_id=0),
+        "bert": dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=64, max_position_embeddings=256),
+        "vit": dict(image_size=32, patch_size=16, hidden_size=32, num_hidden_layers=2,
+                    num_attention_heads=4, intermediate_size=64, num_labels=10),
+    },
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """One configuration: MODEL:DTYPE:BATCH[:SEQ[+PAST]].
+
+    seq is the tokens per sequence of this call (ViT: the patches and the class
+    token, set by the image size); past the cached tokens before them (GPT-2
+    decode: seq 1 with a 128-token past is gpt2:fp16:1:1+128)."""
+    model: str
+    dtype: str
+    batch: int
+    seq: int
+    past: int = 0
+
+    @property
+    def key(self):
+        return f"{self.model}:{self.dtype}:{self.batch}:{self.seq}" + (
+            f"+{self.past}" if self.past else "")
+
+    @property
+    def family(self):
+        """What one ONNX export serves (batch and sequences are symbolic)."""
+        return f"{self.model}-{self.dtype}-{'past' if self.past else 'nopast'}"
+
+
+def parse_config(text, size="full"):
+    parts = text.split(":")
+    if len(parts) not in (3, 4) or parts[0] not in MODELS or parts[1] not in DTYPES:
+        raise ValueError(f"configuration {text!r}: expected MODEL:DTYPE:BATCH[:SEQ[+PAST]] with "
+                         f"MODEL one of {', '.join(MODELS)} and DTYPE one of {', '.join(DTYPES)} "
+                         "(e.g. gpt2:fp16:1:128, gpt2:fp16:8:1+128, vit:fp16:32)")
+    model, dtype = parts[0], parts[1]
+    try:
+        batch = int(parts[2])
+        seq_text, _, past_text = (parts[3] if len(parts) == 4 else "").partition("+")
+        seq = int(seq_text) if seq_text else None
+        past = int(past_text) if past_text else 0
+    except ValueError:
+        raise ValueError(f"configuration {text!r}: BATCH, SEQ and PAST are integers") from None
+    if model == "vit":
+        vit = vit_config(size)
+        tokens = (vit.image_size // vit.patch_size) ** 2 + 1
+        if seq not in (None, tokens) or past:
+            raise ValueError(f"configuration {text!r}: ViT's sequence is fixed by its image "
+                             f"({tokens} tokens) and it has no past; write vit:{dtype}:{batch}")
+        seq = tokens
+    if seq is None:
+        raise ValueError(f"configuration {text!r}: {model} needs SEQ (e.g. {model}:{dtype}:1:128)")
+    if past and model != "gpt2":
+        raise ValueError(f"configuration {text!r}: only GPT-2 takes a past (decode)")
+    if batch < 1 or seq < 1 or past < 0:
+        raise ValueError(f"configuration {text!r}: batch and seq must be at least 1")
+    return Config(model, dtype, batch, seq, past)
+
+
+def gpt2_config(size):
+    import transformers
+    return transformers.GPT2Config(**SIZES[size]["gpt2"])
+
+
+def bert_config(size):
+    import transformers
+    return transformers.BertConfig(**SIZES[size]["bert"])
+
+
+def vit_config(size):
+    import transformers
+    return transformers.ViTConfig(**SIZES[size]["vit"])
+
+
+def _tools():
+    """tools/ on sys.path: the export helpers and wrappers live there."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tools")
+    if here not in sys.path:
+        sys.path.insert(0, os.path.normpath(here))
+
+
+def _gpt2_with_past_class():
+    import torch
+    import transformers
+    _tools()
+    from export_gpt2_torch import cache_layer
+
+    class GPT2WithPast(torch.nn.Module):
+        """input_ids and every layer's past key and value in; logits and every
+        layer's present key and value out, all plain tensors (transformers 5's
+        model takes and returns a cache object, which the exporter cannot)."""
+
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+            self.layers = model.config.n_layer
+
+        def forward(self, input_ids, *past):
+            cache = transformers.DynamicCache()
+            for layer in range(self.layers):
+                cache.update(past[2 * layer], past[2 * layer + 1], layer)
+            out = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True)
+            presents = []
+            for layer in range(self.layers):
+                presents += list(cache_layer(out.past_key_values, layer))
+            return (out.logits, *presents)
+
+    return GPT2WithPast
+
+
+def build_module(config, size, device):
+    """The wrapped model in .eval() on `device` in the configuration's dtype:
+    a module whose forward takes the input tensors positionally and returns
+    plain tensors. Random weights from SEED, made in float32 on the CPU and
+    then cast, so every process and the ONNX export hold the same values."""
+    import torch
+    import transformers
+    _tools()
+    import export_gpt2_torch as gpt2_tools
+    import export_models
+
+    torch.manual_seed(SEED)
+    if config.model == "gpt2":
+        model = transformers.GPT2LMHeadModel(gpt2_config(size))
+        module = (_gpt2_with_past_class()(model) if config.past
+                  else gpt2_tools.LogitsOnly(model))
+    elif config.model == "bert":
+        module = export_models.BertOutputs(transformers.BertModel(bert_config(size)))
+    else:
+        module = export_models.Logits(transformers.ViTForImageClassification(vit_config(size)))
+    dtype = getattr(torch, DTYPES[config.dtype])
+    return module.eval().to(device=device, dtype=dtype)
+
+
+def input_names(config, size):
+    if config.model == "gpt2":
+        names = ["input_ids"]
+        for layer in range(gpt2_config(size).n_layer if config.past else 0):
+            names += [f"past_key_{layer}", f"past_value_{layer}"]
+        return names
+    if config.model == "bert":
+        return ["input_ids", "attention_mask", "token_type_ids"]
+    return ["pixel_values"]
+
+
+def output_names(config, size):
+    if config.model == "gpt2":
+        names = ["logits"]
+        for layer in range(gpt2_config(size).n_layer if config.past else 0):
+            names += [f"present_key_{layer}", f"present_value_{layer}"]
+        return names
+    if config.model == "bert":
+        return ["last_hidden_state", "pooler_output"]
+    return ["logits"]
+
+
+def make_inputs(config, size):
+    """The configuration's inputs as numpy arrays, in input_names' order, from
+    a seed of their own: every engine's process draws the same ones. Floats
+    are float32 here (numpy has no bfloat16); to_torch casts them."""
+    rng = np.random.default_rng([SEED, config.batch, config.seq, config.past])
+    b, s = config.batch, config.seq
+    if config.model == "gpt2":
+        cfg = gpt2_config(size)
+        arrays = [rng.integers(0, cfg.vocab_size, (b, s), dtype=np.int64)]
+        head = cfg.n_embd // cfg.n_head
+        for _ in range(2 * cfg.n_layer if config.past else 0):
+            arrays.append(rng.standard_normal((b, cfg.n_head, config.past, head), np.float32))
+        return arrays
+    if config.model == "bert":
+        cfg = bert_config(size)
+        ids = rng.integers(0, cfg.vocab_size, (b, s), dtype=np.int64)
+        return [ids, np.ones_like(ids), np.zeros_like(ids)]
+    cfg = vit_config(size)
+    return [rng.standard_normal((b, cfg.num_channels, cfg.image_size, cfg.image_size),
+                                np.float32)]
+
+
+def to_torch(arrays, config, device):
+    import torch
+    dtype = getattr(torch, DTYPES[config.dtype])
+    return [torch.from_numpy(a).to(device=device, dtype=dtype if a.dtype == np.float32 else None)
+            for a in arrays]
+
+
+def to_feeds(arrays, config, size):
+    """The inputs as coolbench.Session feeds: float16 arrays for fp16 models;
+    bfloat16 inputs go in as float32 (the session rounds them to nearest even,
+    as torch's cast does)."""
+    feeds = {}
+    for name, a in zip(input_names(config, size), arrays):
+        if a.dtype == np.float32 and config.dtype == "fp16":
+            a = a.astype(np.float16)
+        feeds[name] = a
+    return feeds
+
+
+def dynamic_axes(config, size):
+    """export_models.export's form: per input, {axis: (symbol, min, max)}."""
+    if config.model == "gpt2":
+        axes = [{0: ("batch", 1, 512), 1: ("sequence", 1, 1023)}]
+        past = {0: ("batch", 1, 512), 2: ("past_sequence", 1, 1023)}
+        return axes + [past] * (len(input_names(config, size)) - 1)
+    if config.model == "bert":
+        return [{0: ("batch", 1, 512), 1: ("sequence", 2, 512)}] * 3
+    return [{0: ("batch", 1, 512)}]
+
+
+def onnx_dims(config):
+    """coolbench.Session's dims for the export's symbolic dimensions."""
+    dims = {"batch": config.batch}
+    if config.model != "vit":
+        dims["sequence"] = config.seq
+    if config.past:
+        dims["past_sequence"] = config.past
+    return dims
+
+
+def export_onnx(config, size, device, path):
+    """Exports the configuration's family (batch and sequences symbolic) with
+    the TorchScript exporter at OPSET to `path`, from the model in its dtype on
+    `device`; returns the seconds it took. The file is written next to `path`
+    and renamed, so a cut-off export leaves no half file behind."""
+    import time
+    import torch
+    _tools()
+    import export_models
+
+    started = time.perf_counter()
+    # Traced at a shape of its own (batch 2, not 1; a short sequence), so that
+    # no size of the measured configurations is taken for a constant.
+    shape = Config(config.model, config.dtype, 2, 4 if config.past else 16, 16 if config.past else 0)
+    if config.model == "vit":
+        shape = dataclasses.replace(config, batch=2)
+    module = build_module(config, size, device)
+    args = tuple(to_torch(make_inputs(shape, size), shape, device))
+    partial = path + ".partial"
+    with torch.no_grad():
+        export_models.export(module, args, partial, "torchscript", OPSET,
+                             input_names(config, size), output_names(config, size),
+                             dynamic_axes(config, size))
+    os.replace(partial, path)
+    return time.perf_counter() - started
+
+
+def reference_slice(outputs, config):
+    """What the processes compare across engines: the first output's last
+    position (GPT-2: each sequence's next-token logits; BERT: the last token's
+    hidden state) or ViT's logits, as float32 numpy."""
+    first = np.asarray(outputs[0], dtype=np.float32)
+    return first if config.model == "vit" else first[:, -1, :]
+
+
+# ---- The work a configuration does -------------------------------------------------------------
+
+
+def work(config, size="full"):
+    """FLOPs of one forward (a multiply-add is 2; attention's products counted
+    dense, as a GEMM computes them, causal masking or not), the weights' bytes
+    in the dtype (GPT-2's tied embedding once), and the bytes a forward must
+    move at the least: the weights read once, the inputs read, the outputs
+    (logits, presents, hidden states) written."""
+    b, s, p = config.batch, config.seq, config.past
+    width = DTYPE_BYTES[config.dtype]
+    if config.model == "gpt2":
+        c = gpt2_config(size)
+        d, layers, vocab = c.n_embd, c.n_layer, c.vocab_size
+        params = vocab * d + c.n_positions * d + layers * (12 * d * d + 13 * d) + 2 * d
+        tokens = b * s
+        flops = (layers * (24 * d * d * tokens + 4 * b * s * (s + p) * d) + 2 * d * vocab * tokens)
+        inputs = tokens * 8 + (2 * layers * b * p * d * width)
+        outputs = tokens * vocab * width + (2 * layers * b * (s + p) * d * width if p else 0)
+    elif config.model == "bert":
+        c = bert_config(size)
+        d, layers, inner = c.hidden_size, c.num_hidden_layers, c.intermediate_size
+        params = ((c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * d + 2 * d
+                  + layers * (4 * d * d + 2 * d * inner + 9 * d + inner) + d * d + d)
+        tokens = b * s
+        flops = (layers * ((8 * d * d + 4 * d * inner) * tokens + 4 * b * s * s * d)
+                 + 2 * d * d * b)
+        inputs = 3 * tokens * 8
+        outputs = (tokens * d + b * d) * width
+    else:
+        c = vit_config(size)
+        d, layers, inner = c.hidden_size, c.num_hidden_layers, c.intermediate_size
+        patch = c.num_channels * c.patch_size ** 2
+        patches = (c.image_size // c.patch_size) ** 2
+        params = (patch * d + d + d + (patches + 1) * d + layers * (4 * d * d + 2 * d * inner
+                  + 9 * d + inner) + 2 * d + d * c.num_labels + c.num_labels)
+        tokens = b * s
+        flops = (2 * patch * d * b * patches
+                 + layers * ((8 * d * d + 4 * d * inner) * tokens + 4 * b * s * s * d)
+                 + 2 * d * c.num_labels * b)
+        inputs = b * c.num_channels * c.image_size ** 2 * width
+        outputs = b * c.num_labels * width
+    weights = params * width
+    return {"flops": flops, "parameters": params, "weight_bytes": weights,
+            "bytes_min": weights + inputs + outputs}

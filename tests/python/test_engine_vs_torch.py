@@ -1,0 +1,162 @@
+"""bench/engine_vs_torch.py's plumbing on the CPU (--cpu-smoke): tiny GPT-2
+exports (without and with a past), coolbench's CPU session and PyTorch eager
+each in a fresh process under coolbench.measure, the per-kernel profile, the
+table, the JSON, and --from rebuilding the same rows from the JSONL.
+
+The smoke needs PyTorch, transformers and onnx, which the project's venv and
+CI do not install (tools/requirements-export.txt has them): skipped without
+them. The configuration and interval checks run everywhere.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import coolbench
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+SCRIPT = os.path.join(ROOT, "bench", "engine_vs_torch.py")
+CONFIGS = ["gpt2:fp32:1:8", "gpt2:fp32:2:1+8"]
+FIELDS = ("engine", "model", "dtype", "batch", "seq", "processes", "figure_ms", "ci_ms", "date",
+          "gpu", "driver", "commit")
+
+
+def run(*args):
+    done = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    for name in ("torch", "transformers", "onnx"):
+        pytest.importorskip(name, reason=f"{name} is not installed (tools/requirements-export.txt)")
+    if not hasattr(coolbench, "Session"):
+        pytest.skip("the module was built without the engine (no coolbench.Session)")
+    work = tmp_path_factory.mktemp("engine_vs_torch")
+    out = run("--cpu-smoke", "--work", str(work), "--configs", *CONFIGS,
+              "--json", str(work / "rows.json"))
+    with open(work / "records.jsonl") as f:
+        records = [json.loads(line) for line in f]
+    with open(work / "rows.json") as f:
+        rows = json.load(f)
+    return work, out, records, rows
+
+
+def test_every_engine_and_configuration_measured(smoke):
+    _, _, records, _ = smoke
+    measured = [r for r in records if r["kind"] == "measure"]
+    assert sorted((r["config"], r["engine"]) for r in measured) == sorted(
+        (c, e) for c in CONFIGS for e in ("coolbench", "torch_eager"))
+    for r in measured:
+        assert r.get("error") is None, r.get("traceback") or r["error"]
+        assert r["figure_ms"] > 0 and r["kept"] >= 5
+        # The same weights and inputs reached both engines: the outputs agree.
+        assert r["max_abs_diff"] is not None and r["max_abs_diff"] < 1e-4, r
+        assert r["flops"] > 0 and r["weight_bytes"] > 0 and r["bytes_min"] > r["weight_bytes"]
+    coolbench_rows = [r for r in measured if r["engine"] == "coolbench"]
+    assert all(r["timing"] == "measure(session, feeds)" for r in coolbench_rows)
+    prepared = [r for r in records if r["kind"] == "prepare"]
+    assert len(prepared) == 2 and all(r["export_s"] is not None for r in prepared)
+
+
+def test_profile_lists_operators(smoke):
+    _, out, records, _ = smoke
+    profiles = [r for r in records if r["kind"] == "profile"]
+    assert sorted(r["engine"] for r in profiles) == ["coolbench", "torch_eager"]
+    for r in profiles:
+        assert r.get("error") is None, r.get("traceback")
+    # On the CPU the profiler sees PyTorch's operators; coolbench's CPU backend
+    # runs none (on a GPU, CUPTI records its kernels).
+    eager = next(r for r in profiles if r["engine"] == "torch_eager")
+    assert eager["kernels"]["top"] and eager["kernels"]["total_us_per_run"] > 0
+    assert any(k["name"] == "aten::addmm" for k in eager["kernels"]["top"])
+    assert "## Per-kernel time" in out
+
+
+def test_table_and_json(smoke):
+    work, out, _, rows = smoke
+    assert "| engine | model | dtype |" in out
+    assert len(rows) == 4
+    for row in rows:
+        assert list(row)[:len(FIELDS)] == list(FIELDS)
+        assert row["processes"] == 1 and row["ci_ms"] is None  # one process: no interval
+        assert row["best_torch"] == "torch_eager"
+    eager = [r for r in rows if r["engine"] == "torch_eager"]
+    assert all(r["ratio_to_best_torch"] == pytest.approx(1.0) for r in eager)
+    # A session timed on the host clock is marked as not comparable.
+    assert all(not r["comparable"] for r in rows if r["engine"] == "coolbench")
+
+
+def test_from_rebuilds_the_rows(smoke):
+    work, _, _, rows = smoke
+    again = work / "again.json"
+    run("--from", str(work / "records.jsonl"), "--json", str(again))
+    with open(again) as f:
+        assert json.load(f) == rows
+
+
+def test_bad_configuration_is_refused():
+    done = subprocess.run([sys.executable, SCRIPT, "--configs", "gpt3:fp16:1:128"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2
+    assert "MODEL:DTYPE:BATCH[:SEQ[+PAST]]" in done.stderr
+
+
+def test_ci_over_processes():
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import vs_torch_report as report
+    mean, half = report.mean_ci([1.0, 1.2, 1.1, 0.9, 1.3])
+    # numpy/scipy: mean 1.1, sd 0.1581, t(0.975, 4) = 2.7764
+    assert mean == pytest.approx(1.1)
+    assert half == pytest.approx(2.7764 * 0.158114 / 5 ** 0.5, rel=1e-4)
+    assert report.t975(60) == pytest.approx(2.0003, abs=2e-4)
+    stats = pytest.importorskip("scipy.stats")
+    for df in (1, 2, 4, 9, 29, 30, 31, 45, 100, 1000):
+        assert report.t975(df) == pytest.approx(stats.t.ppf(0.975, df), abs=1e-4)
+
+
+def test_rows_against_ceilings_from_records():
+    """GPU-shaped records (as a run on the H200 writes them) through the table
+    and the JSON rows: means, ratios, shares of the ceilings, floors, notes."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import vs_torch_report as report
+    base = dict(kind="measure", config="gpt2:fp16:1:128", model="gpt2", dtype="fp16", batch=1,
+                seq=128, past=0, size="full", flops=32.2e9, parameters=124439808,
+                weight_bytes=248879616, bytes_min=261746432, gpu="NVIDIA H200",
+                driver="580.159.04", commit="abc1234", date="2026-12-05T10:00:00+00:00")
+    records = [dict(kind="ceiling", dtype="fp16", copy_bytes=2 << 30, runs=30,
+                    copy_bytes_per_s=4.0e12, copy_bytes_per_s_median=3.9e12,
+                    gemm_shape="8192x8192x8192 fp16", gemm_flop_per_s=800e12,
+                    gemm_flop_per_s_median=700e12, gpu="NVIDIA H200"),
+               dict(kind="warm", config="gpt2:fp16:1:128", engine="torch_compile_ma",
+                    compile_s=95.0)]
+    figures = {"torch_graph": [0.82, 0.83, 0.825, 0.822, 0.828],
+               "torch_compile_ma": [0.52, 0.53, 0.525, 0.522, 0.528],
+               "coolbench": [0.40, 0.41, 0.405, 0.402, 0.408]}
+    for engine, values in figures.items():
+        for value in values:
+            records.append(dict(base, engine=engine, figure_ms=value, hold=True,
+                                timer="device events", compile_s=9.0 if "compile" in engine
+                                else None))
+    records.append(dict(base, engine="torch_eager", figure_ms=None, error="RuntimeError: boom"))
+    rows = {r["engine"]: r for r in report.aggregate(records)}
+    ma, cb = rows["torch_compile_ma"], rows["coolbench"]
+    assert ma["figure_ms"] == pytest.approx(0.525) and ma["processes"] == 5
+    # scipy.stats.ttest_1samp(x, 0).confidence_interval(0.95): (0.519880, 0.530120)
+    assert ma["ci_ms"] == pytest.approx(0.530119511816121 - 0.525, rel=1e-4)
+    assert cb["best_torch"] == "torch_compile_ma"
+    assert cb["ratio_to_best_torch"] == pytest.approx(0.405 / 0.525)
+    assert cb["comparable"] and ma["compile_cold_s"] == 95.0
+    assert cb["flop_per_s"] == pytest.approx(32.2e9 / 0.405e-3)
+    assert cb["floor_bw_ms"] == pytest.approx(261746432 / 4.0e12 * 1e3)
+    assert cb["floor_weights_ms"] == pytest.approx(0.0622, abs=1e-4)
+    assert rows["torch_eager"]["processes"] == 0 and rows["torch_eager"]["failed"] == 1
+    text = report.table(report.aggregate(records))
+    assert "| coolbench | gpt2 | fp16 | 1 | 128 | 5 | 0.4050 ± " in text
+    assert "0.771×" in text and "79.5 TFLOP/s (9.9%)" in text  # of 800 TFLOP/s
+    assert "1 failed: RuntimeError: boom" in text and "(cold 95 s)" in text
+    assert "4 TB/s" in report.ceilings_table(records)
