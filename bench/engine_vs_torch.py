@@ -128,6 +128,8 @@ class Runner:
             cmd += ["--dtype", dtype]
         if profile:
             cmd += ["--profile-after"]
+        if child == "prepare" and "coolbench" not in a.engines:
+            cmd += ["--no-export"]  # the references only
         return cmd + [arg for c in configs for arg in ("--config", c.key)]
 
     def start(self, child, **kw):
@@ -261,8 +263,8 @@ def options():
                    "after it measured (default the headline; none: --profile alone)")
     p.add_argument("--no-ceilings", dest="ceilings", action="store_false")
     p.add_argument("--device", default="cuda:0")
-    p.add_argument("--max-time", type=float, default=8.0,
-                   help="coolbench.measure's max_time per process, seconds (default 8; the "
+    p.add_argument("--max-time", type=float, default=10.0,
+                   help="coolbench.measure's max_time per process, seconds (default 10; the "
                    "warm-up may take up to 5 of them)")
     p.add_argument("--min-time", type=float, help="coolbench.measure's min_time")
     p.add_argument("--min-samples", type=int, help="coolbench.measure's min_samples")
@@ -276,6 +278,7 @@ def options():
     p.add_argument("--child", choices=["prepare", "warm", "ceiling", "measure"],
                    help=argparse.SUPPRESS)
     p.add_argument("--profile-after", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--no-export", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--config", action="append", default=[], help=argparse.SUPPRESS)
     p.add_argument("--engine", help=argparse.SUPPRESS)
     p.add_argument("--dtype", help=argparse.SUPPRESS)
@@ -313,7 +316,9 @@ def main():
         if args.configs == ["headline"]:
             args.configs = SMOKE_CONFIGS
         args.profile = [SMOKE_CONFIGS[0]] if args.profile == [HEADLINE] else args.profile
-        args.max_time, args.min_time, args.min_samples = 4.0, 0.1, 5
+        # Loose, so a busy CPU still converges; max_time above the warm-up's 5 s
+        # cap, so a warm-up that does not settle still leaves samples.
+        args.max_time, args.min_time, args.min_samples, args.rel_ci = 8.0, 0.1, 5, 0.05
     if args.processes < 1:
         parser.error("--processes must be at least 1")
     try:

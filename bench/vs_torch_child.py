@@ -95,12 +95,14 @@ def child_prepare(args):
     record = base_record("prepare", args)
     record.update(family=configs[0].family, configs=[c.key for c in configs])
     path = onnx_path(args.work, configs[0], args.size)
-    if os.path.exists(path):
+    if args.no_export:
+        record["export_s"] = None  # no coolbench engine in this run
+    elif os.path.exists(path):
         record["export_s"] = None  # cached from an earlier call
     else:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         record["export_s"] = models.export_onnx(configs[0], args.size, args.device, path)
-    record["onnx_bytes"] = os.path.getsize(path)
+    record["onnx_bytes"] = os.path.getsize(path) if os.path.exists(path) else None
     import torch
     os.makedirs(os.path.join(args.work, "reference"), exist_ok=True)
     for config in configs:

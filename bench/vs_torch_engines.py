@@ -103,15 +103,20 @@ def make_coolbench_session(config, size, device, onnx_path):
     outputs = session.run(None, feeds)
     info["first_run_s"] = time.perf_counter() - began
     info["session"] = repr(session)
+    # How the session runs (host, eager or one CUDA graph; its arena and
+    # fusions), where the module says so.
+    info["execution"] = getattr(session, "execution", None)
     return session, feeds, outputs, info
 
 
 def measure_coolbench(session, feeds, protocol, device):
     """Measures the session the way the module offers: measure(session, feeds)
-    (the same path as `coolbench run MODEL.onnx`) when it takes the session,
-    else a callable around session.run, which copies inputs and outputs
-    through the host and waits for them, so it cannot be held. Returns
-    (result, how it was timed)."""
+    (the same path as `coolbench run MODEL.onnx`: on a GPU, CUDA events
+    around the session's launch with its stream held, inputs and outputs left
+    on the device; a module before that timed run() on the host clock, host
+    copies included) when it takes the session, else a callable around
+    session.run, which copies through the host and waits, so it cannot be
+    held. Returns (result, how it was timed)."""
     import coolbench
     try:
         # contexts=1: one CUDA context per process, as the torch engines have.

@@ -7,13 +7,11 @@ brings the same weights to coolbench, and the work a configuration does
 Nothing here touches a GPU by itself: the caller passes the device. torch and
 transformers are imported inside the functions that need them, so the
 parent process (which only starts children and prints tables) never loads
-them.
+them, and numpy only where arrays are made (`--from` needs neither).
 """
 import dataclasses
 import os
 import sys
-
-import numpy as np
 
 SEED = 1234
 OPSET = 18
@@ -192,6 +190,7 @@ def make_inputs(config, size):
     """The configuration's inputs as numpy arrays, in input_names' order, from
     a seed of their own: every engine's process draws the same ones. Floats
     are float32 here (numpy has no bfloat16); to_torch casts them."""
+    import numpy as np
     rng = np.random.default_rng([SEED, config.batch, config.seq, config.past])
     b, s = config.batch, config.seq
     if config.model == "gpt2":
@@ -211,6 +210,7 @@ def make_inputs(config, size):
 
 
 def to_torch(arrays, config, device):
+    import numpy as np
     import torch
     dtype = getattr(torch, DTYPES[config.dtype])
     return [torch.from_numpy(a).to(device=device, dtype=dtype if a.dtype == np.float32 else None)
@@ -221,6 +221,7 @@ def to_feeds(arrays, config, size):
     """The inputs as coolbench.Session feeds: float16 arrays for fp16 models;
     bfloat16 inputs go in as float32 (the session rounds them to nearest even,
     as torch's cast does)."""
+    import numpy as np
     feeds = {}
     for name, a in zip(input_names(config, size), arrays):
         if a.dtype == np.float32 and config.dtype == "fp16":
@@ -281,6 +282,7 @@ def reference_slice(outputs, config):
     """What the processes compare across engines: the first output's last
     position (GPT-2: each sequence's next-token logits; BERT: the last token's
     hidden state) or ViT's logits, as float32 numpy."""
+    import numpy as np
     first = np.asarray(outputs[0], dtype=np.float32)
     return first if config.model == "vit" else first[:, -1, :]
 

@@ -69,6 +69,7 @@ def aggregate(records):
                        hold=sorted({str(r.get("hold")) for r in ok}),
                        timing=sorted({r.get("timing") for r in ok if r.get("timing")}),
                        timer=sorted({r.get("timer") for r in ok if r.get("timer")}),
+                       execution=_execution(ok),
                        compile_s=_mean_of(ok, "compile_s"), build_s=_mean_of(ok, "build_s"),
                        max_abs_diff=_max_of(ok, "max_abs_diff"),
                        date=max(r.get("date", "") for r in ok),
@@ -98,6 +99,13 @@ def comparable(row):
     if row["engine"] != "coolbench":
         return True
     return row.get("timer") == ["device events"]
+
+
+def _execution(records):
+    """coolbench's execution modes (host, eager, graph) over the processes."""
+    modes = {(r.get("execution") or {}).get("mode") for r in records}
+    modes.discard(None)
+    return sorted(modes) or None
 
 
 def _mean_of(records, key):
@@ -165,6 +173,8 @@ def table(rows):
         notes = []
         if not r["comparable"]:
             notes.append("host copies, not comparable")
+        if r.get("execution"):
+            notes.append("runs as " + ", ".join(r["execution"]))
         if r.get("hold") and "False" in r["hold"]:
             notes.append("not held (the callable waits for the GPU)")
         if r.get("failed"):
