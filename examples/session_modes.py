@@ -6,7 +6,7 @@ session's launch; docs/engine.md, "Execution plan").
 
     coolbench model gpt2 --dtype fp16 -o gpt2.onnx          # GPT-2 small
     PYTHONPATH=build/python python3 examples/session_modes.py gpt2.onnx \\
-        --dim batch=1 --dim sequence=128 --max-time 20
+        --dim batch=1 --dim sequence=128 --max-time 20   # ids in [0, 50): --ids
 """
 
 import argparse
@@ -16,13 +16,13 @@ import numpy as np
 import coolbench
 
 
-def feeds_for(session, dims, seed=7):
+def feeds_for(session, dims, ids, seed=7):
     rng = np.random.default_rng(seed)
     feeds = {}
     for v in session.inputs:
         shape = [dims[d] if isinstance(d, str) else d for d in v.shape]
         if v.dtype in ("int64", "int32"):
-            feeds[v.name] = rng.integers(0, 100, size=shape).astype(v.dtype)
+            feeds[v.name] = rng.integers(0, ids, size=shape).astype(v.dtype)
         else:
             feeds[v.name] = rng.standard_normal(shape).astype(v.dtype)
     return feeds
@@ -34,6 +34,7 @@ def main():
     parser.add_argument("--dim", action="append", default=[], help="NAME=VALUE")
     parser.add_argument("--device", default="cuda:0")
     parser.add_argument("--max-time", type=float, default=20, help="seconds per measurement")
+    parser.add_argument("--ids", type=int, default=50, help="integer inputs in [0, IDS)")
     args = parser.parse_args()
     dims = {k: int(v) for k, v in (d.split("=", 1) for d in args.dim)}
     modes = {
@@ -45,7 +46,7 @@ def main():
         name: coolbench.Session(args.model, device=args.device, dims=dims, **options)
         for name, options in modes.items()
     }
-    feeds = feeds_for(sessions["graph"], dims)
+    feeds = feeds_for(sessions["graph"], dims, args.ids)
     outputs = {}
     for name, s in sessions.items():
         s.run(None, feeds)  # records the memory plan

@@ -347,6 +347,10 @@ const std::map<std::string, std::size_t>& session::fusion_counts() const noexcep
 execution_info session::execution() const {
   execution_info info;
   info.device_allocations = m_backend->device_allocations();
+  if (m_plan) {
+    info.static_shapes = m_plan->dynamic_value.empty();
+    info.dynamic_value = m_plan->dynamic_value;
+  }
   if (!m_backend->on_device()) return info;
   info.mode = execution_mode::eager;
   if (!m_plan) return info;

@@ -10,7 +10,8 @@ namespace coolbench::measure {
 std::unique_ptr<workload> make_model_workload(const std::filesystem::path& model,
                                               std::string_view /*backend*/,
                                               const std::map<std::string, std::int64_t>&
-                                              /*dimensions*/) {
+                                              /*dimensions*/,
+                                              bool /*cuda_graph*/) {
   throw not_available("cannot run the model '" + model.string() +
                       "': this coolbench was built without the ONNX engine "
                       "(COOLBENCH_ENGINE=OFF); rebuild with -DCOOLBENCH_ENGINE=ON");

@@ -230,10 +230,11 @@ std::optional<int> cuda_ordinal(const std::string& backend) {
 class model_workload final : public workload {
  public:
   model_workload(std::filesystem::path path, std::string backend,
-                 std::map<std::string, std::int64_t> dimensions)
+                 std::map<std::string, std::int64_t> dimensions, bool cuda_graph)
       : m_path(std::move(path)),
         m_backend(std::move(backend)),
-        m_dimensions(std::move(dimensions)) {
+        m_dimensions(std::move(dimensions)),
+        m_cuda_graph(cuda_graph) {
     (void)cuda_ordinal(m_backend);  // a malformed name fails here, not mid-run
     if (!std::filesystem::is_regular_file(m_path)) {
       throw invalid_argument("no model file '" + m_path.string() + "'");
@@ -266,6 +267,7 @@ class model_workload final : public workload {
     }
     engine::session_options options;
     for (const auto& [symbol, value] : m_dimensions) options.dimensions[symbol] = value;
+    options.cuda_graph = m_cuda_graph;
     auto s = std::make_unique<engine::session>(std::move(g), options, m_backend);
     for (auto& [name, value] : inputs) s->set_input(name, std::move(value));
     if (const auto ordinal = cuda_ordinal(m_backend)) m_timer.emplace(*ordinal);
@@ -288,6 +290,7 @@ class model_workload final : public workload {
   std::filesystem::path m_path;
   std::string m_backend;
   std::map<std::string, std::int64_t> m_dimensions;
+  bool m_cuda_graph = true;
   std::optional<engine::graph> m_graph;  ///< loaded, not yet prepared
   std::unique_ptr<engine::session> m_session;
   std::optional<launch_timer> m_timer;  ///< on a GPU
@@ -347,10 +350,11 @@ std::unique_ptr<workload> make_session_workload(std::shared_ptr<engine::session>
   return std::make_unique<session_workload>(std::move(session), std::move(inputs), std::move(name));
 }
 
-std::unique_ptr<workload> make_model_workload(
-    const std::filesystem::path& model, std::string_view backend,
-    const std::map<std::string, std::int64_t>& dimensions) {
-  return std::make_unique<model_workload>(model, std::string(backend), dimensions);
+std::unique_ptr<workload> make_model_workload(const std::filesystem::path& model,
+                                              std::string_view backend,
+                                              const std::map<std::string, std::int64_t>& dimensions,
+                                              bool cuda_graph) {
+  return std::make_unique<model_workload>(model, std::string(backend), dimensions, cuda_graph);
 }
 
 }  // namespace coolbench::measure

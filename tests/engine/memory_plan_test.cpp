@@ -255,7 +255,8 @@ TEST(session_plan, respecializing_keeps_the_weights_and_the_outputs) {
   config.sequence = 8;
   session s(parse_onnx(make_gpt2_model(config), ".", "gpt2.onnx"));
   EXPECT_EQ(s.execution().mode, execution_mode::host);
-  EXPECT_TRUE(s.fusion_counts().empty());  // the CPU runs no fusion
+  EXPECT_FALSE(s.execution().static_shapes);  // batch and sequence are not bound yet
+  EXPECT_TRUE(s.fusion_counts().empty());     // the CPU runs no fusion
   const auto ids = [](std::int64_t length) {
     tensor t(dtype::int64, {1, length});
     for (std::int64_t i = 0; i < length; ++i) t.data<std::int64_t>()[i] = (i * 7) % 50;
@@ -264,6 +265,8 @@ TEST(session_plan, respecializing_keeps_the_weights_and_the_outputs) {
   const std::string input = s.inputs().at(0).name;
   s.set_input(input, ids(8));
   s.run();
+  // Bound, every value's shape is known: on a GPU this plan gets an arena and a graph.
+  EXPECT_TRUE(s.execution().static_shapes) << s.execution().dynamic_value;
   const tensor first = s.output(0);
   s.set_input(input, ids(5));
   s.run();

@@ -83,6 +83,10 @@ struct execution_info {
   execution_mode mode = execution_mode::host;
   /// Why a device backend runs node by node, or uses no arena; empty otherwise.
   std::string reason;
+  /// Every value's shape is known (all symbolic dimensions bound): what the
+  /// arena and the graph need. `dynamic_value` names the first that is not.
+  bool static_shapes = false;
+  std::string dynamic_value;
   bool arena = false;               ///< tensors come from the arena
   std::size_t arena_bytes = 0;      ///< the arena's size, once laid out
   std::size_t unplanned_bytes = 0;  ///< the recorded run's allocations summed

@@ -132,9 +132,11 @@ void validate(const gemm_chain_spec& spec);
 /// ("cuda:N") with CUDA events around the session's launch on its stream,
 /// held while it is queued (the inputs stay on the device between runs and
 /// the outputs are not copied back: the GPU's time for the model).
+/// `cuda_graph` false runs a static model kernel by kernel on a GPU (the
+/// session's option of that name).
 [[nodiscard]] std::unique_ptr<workload> make_model_workload(
     const std::filesystem::path& model, std::string_view backend = "cpu",
-    const std::map<std::string, std::int64_t>& dimensions = {});
+    const std::map<std::string, std::int64_t>& dimensions = {}, bool cuda_graph = true);
 
 /// A command that measures itself and prints each latency on its standard output as a line
 /// `latency_ms VALUE` (milliseconds; other lines are ignored), until it is stopped

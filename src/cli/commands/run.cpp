@@ -40,6 +40,8 @@ struct run_options {
   /// "cpu", a CUDA ordinal, or empty: GPU 0 when there is one, else the CPU.
   std::string device;
   std::vector<std::string> dims;
+  /// A model on a GPU kernel by kernel instead of as one CUDA graph.
+  bool no_cuda_graph = false;
   /// The protocol's options given, as written: table name (measure/options.hpp) → text.
   std::shared_ptr<protocol_flags> protocol = std::make_shared<protocol_flags>();
   int telemetry_ms = 20;
@@ -141,7 +143,7 @@ std::unique_ptr<measure::workload> measured_workload(const std::string& model_pa
     }
   }
   try {
-    return measure::make_model_workload(model, backend, dims);
+    return measure::make_model_workload(model, backend, dims, !o.no_cuda_graph);
   } catch (const engine::model_error& e) {
     std::fflush(stdout);
     fmt::print(stderr, "coolbench run: {}\n", e.what());
@@ -235,6 +237,8 @@ command add_run_command(CLI::App& parent) {
         return "must be cpu or a CUDA ordinal (0, 1, ...), got '" + value + "'";
       });
   app->add_option("--dim", o->dims, "Bind a symbolic input dimension: NAME=VALUE (repeatable)");
+  app->add_flag("--no-cuda-graph", o->no_cuda_graph,
+                "Run a model on the GPU kernel by kernel, not as one CUDA graph");
   // The protocol's options, from their table (measure/options.hpp).
   add_protocol_flags(*app, o->protocol);
   app->add_option("--telemetry-period", o->telemetry_ms, "ms")->check(CLI::Range(1, 1000));

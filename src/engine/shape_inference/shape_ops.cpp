@@ -232,6 +232,7 @@ std::vector<shape_info> split(const op_context& c) {
     }
   }
   for (std::size_t i = 0; i < parts; ++i) {
+    outs[i].rank_known = true;
     outs[i].dims = data.dims;
     outs[i].dims[*axis] = sizes && sizes->size() == parts ? known((*sizes)[i]) : dimension{};
   }
