@@ -253,6 +253,11 @@ void add_reduce(suite& s) {
   }
   s.add("LayerNormalization", make_node("LayerNormalization", 3, 3),
         {{f, {4, 6, 96}}, {f, {96}}, {f, {96}}}, k_floats, 3);
+  // Scale and B in float16 beside another X dtype, as a float16 model's
+  // export with a float32 residual stream has them.
+  s.add("LayerNormalization float16 Scale and B", make_node("LayerNormalization", 3, 1),
+        {{f, {4, 6, 96}}, {dtype::float16, {96}}, {dtype::float16, {96}}},
+        {dtype::float32, dtype::bfloat16});
   s.add("LayerNormalization two axes",
         make_node("LayerNormalization", 2, 1, {{"axis", std::int64_t{1}}, {"epsilon", 1e-3F}}),
         {{f, {3, 4, 8}}, {f, {8}}}, k_floats);

@@ -401,6 +401,24 @@ TEST(LayerNormalization, MatchesNaiveReference) {
   }
 }
 
+TEST(LayerNormalization, TakesScaleAndBiasOfAnotherFloatType) {
+  // A float16 model exported with a float32 residual stream: X float32,
+  // Scale and B float16. Y is float32, computed as with float32 parameters
+  // holding the same (float16-exact) values.
+  const tensor x = make_f32({3, 8}, random_values(24, 60));
+  const tensor scale32 = make_f32({8}, random_values(8, 61));
+  const tensor bias32 = make_f32({8}, random_values(8, 62));
+  const tensor scale16 = make_f16({8}, values_of(scale32));
+  const tensor bias16 = make_f16({8}, values_of(bias32));
+  const tensor scale = make_f32({8}, values_of(scale16));
+  const tensor bias = make_f32({8}, values_of(bias16));
+  const node n = make_node("LayerNormalization");
+  const auto mixed = run(n, {&x, &scale16, &bias16});
+  const auto same = run(n, {&x, &scale, &bias});
+  ASSERT_EQ(mixed[0].type(), dtype::float32);
+  expect_near_all(values_of(mixed[0]), values_of(same[0]), 0.0F);
+}
+
 TEST(LayerNormalization, RejectsBadScale) {
   const tensor x = make_f32({2, 4}, random_values(8, 50));
   const tensor scale = make_f32({3}, random_values(3, 51));

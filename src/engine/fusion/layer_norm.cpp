@@ -68,6 +68,14 @@ std::optional<norm_match> match_op(const graph& g, const fusion_context& context
       (!bias.empty() && !vector_of(context, bias, shape->back()))) {
     return std::nullopt;
   }
+  // Exporters write Scale and B in another float dtype than X at times (a
+  // float16 model whose residual stream was cast to float32); the unfused op
+  // takes that, the fused one reads all three in X's dtype.
+  const auto x_type = type_of(context, n.inputs[0]);
+  if (!x_type || type_of(context, n.inputs[1]) != x_type ||
+      (!bias.empty() && type_of(context, bias) != x_type)) {
+    return std::nullopt;
+  }
   return norm_match{{i},  n.inputs[0],  n.inputs[1],
                     bias, n.outputs[0], n.get<float>("epsilon", 1e-5F)};
 }

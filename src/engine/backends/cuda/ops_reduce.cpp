@@ -104,21 +104,32 @@ tensor dense_param(const op_call& call, const tensor& param, const shape_t& bloc
   return dense;
 }
 
+// `t` in dtype `type`: itself, or a converted copy.
+tensor as_type(const op_call& call, const tensor& t, dtype type) {
+  if (t.type() == type) return t;
+  tensor converted = call.allocate(type, t.shape());
+  launch_cast(t.type(), type, t.device_data(), converted.device_data(), t.size(), call.stream);
+  return converted;
+}
+
 void layer_norm(const op_call& call) {
   const tensor& x = call.in(0);
   const tensor& scale = call.in(1);
   const tensor* bias = call.optional_in(2);
   require_float(call, x);
+  // Scale and B may come in another float dtype than X (exporters write a
+  // float16 Scale beside a float32 X at times, and onnxruntime runs it): they
+  // are converted to X's dtype, which the kernel reads all three in.
   for (const tensor* t : {&scale, bias}) {
-    if (t != nullptr && t->type() != x.type()) {
-      call.fail("expected Scale and B of dtype " + std::string(to_string(x.type())));
-    }
+    if (t != nullptr) require_float(call, *t);
   }
   const auto axis = static_cast<std::size_t>(normalize_axis(
       call, call.n.get<std::int64_t>("axis", -1), static_cast<std::int64_t>(x.rank())));
   const shape_t block(x.shape().begin() + static_cast<std::ptrdiff_t>(axis), x.shape().end());
-  const tensor s = dense_param(call, scale, block, "Scale");
-  const tensor b = bias == nullptr ? tensor() : dense_param(call, *bias, block, "B");
+  const tensor scale_x = as_type(call, scale, x.type());
+  const tensor bias_x = bias == nullptr ? tensor() : as_type(call, *bias, x.type());
+  const tensor s = dense_param(call, scale_x, block, "Scale");
+  const tensor b = bias == nullptr ? tensor() : dense_param(call, bias_x, block, "B");
   const std::int64_t rows = product(x.shape(), 0, axis);
   tensor y = call.allocate(x.type(), x.shape());
   shape_t stat_shape = x.shape();
