@@ -145,7 +145,7 @@ def table(runs):
 
 def commit():
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+        return subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
                               text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return os.environ.get("COOLBENCH_COMMIT", "unknown")

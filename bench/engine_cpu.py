@@ -129,7 +129,7 @@ def main():
     theirs = np.fromfile(outputs["onnxruntime-cpu"], dtype=np.float32)
     difference = float(np.max(np.abs(ours - theirs))) if ours.shape == theirs.shape else None
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
                             text=True).stdout.strip()
     print("# engine_cpu: GPT-2 on the CPU, coolbench against onnxruntime\n")
     print(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "

@@ -72,7 +72,7 @@ def commit():
     if os.environ.get("COOLBENCH_COMMIT"):
         return os.environ["COOLBENCH_COMMIT"]
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
                              text=True, timeout=10, cwd=HERE)
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):

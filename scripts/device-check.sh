@@ -25,7 +25,8 @@ log="$out/device-check.log"
 {
   date -u
   nvidia-smi --query-gpu=name,uuid,driver_version,temperature.gpu,clocks.sm,power.draw --format=csv
-  git log -1 --format='commit %H' 2>/dev/null || true
+  # -dirty: the tree differs from the commit (the device gets the working tree over the last landed commit).
+  echo "commit $(git describe --always --dirty --abbrev=40 2>/dev/null)"
 } | tee "$log"
 # The engine's Debian libraries (scripts/stage-device-deps.sh carries them as
 # .debs): unpacked into a prefix inside .device-deps, never into /.
