@@ -22,6 +22,7 @@
 
 #include "coolbench/device.hpp"
 #include "core/cuda_check.hpp"
+#include "measure/detail/owned_event.hpp"
 #include "measure/detail/stream_hold.hpp"
 #endif
 
@@ -44,8 +45,8 @@ class event_timer {
         m_hold(hold
                    ? std::optional<detail::adaptive_hold>(std::in_place, first_hold_ns, max_hold_ns)
                    : std::nullopt) {
-    m_start = make_event();
-    m_end = make_event();
+    m_start = detail::make_owned_event(m_lease);
+    m_end = detail::make_owned_event(m_lease);
   }
 
   double time(const std::function<void()>& work) {
@@ -83,22 +84,11 @@ class event_timer {
   }
 
  private:
-  struct owned_event {
-    cudaEvent_t event = nullptr;
-    device::owned_resource owner;
-  };
-
-  owned_event make_event() {
-    cudaEvent_t e = nullptr;
-    COOLBENCH_CUDA_CALL(cudaEventCreate(&e));
-    return {e, m_lease.adopt(device::resource_kind::event, [e] { cudaEventDestroy(e); })};
-  }
-
   device::lease m_lease;
   cudaStream_t m_stream;
   std::optional<detail::adaptive_hold> m_hold;  ///< none: hold off
-  owned_event m_start;
-  owned_event m_end;
+  detail::owned_event m_start;
+  detail::owned_event m_end;
 };
 #endif
 

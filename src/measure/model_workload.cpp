@@ -31,6 +31,7 @@
 
 #include "coolbench/device.hpp"
 #include "core/cuda_check.hpp"
+#include "measure/detail/owned_event.hpp"
 #include "measure/detail/stream_hold.hpp"
 #endif
 
@@ -51,8 +52,8 @@ class launch_timer {
   explicit launch_timer(int ordinal)
       : m_lease(device::device::get(ordinal).acquire()),
         m_hold(first_hold_ns, max_hold_ns),
-        m_start(make_event()),
-        m_end(make_event()) {}
+        m_start(detail::make_owned_event(m_lease)),
+        m_end(detail::make_owned_event(m_lease)) {}
 
   timing time(engine::session& session) {
     session.prepare();  // the plan, its memory and its graph: not timed
@@ -88,21 +89,10 @@ class launch_timer {
   }
 
  private:
-  struct owned_event {
-    cudaEvent_t event = nullptr;
-    device::owned_resource owner;
-  };
-
-  owned_event make_event() {
-    cudaEvent_t e = nullptr;
-    COOLBENCH_CUDA_CALL(cudaEventCreate(&e));
-    return {e, m_lease.adopt(device::resource_kind::event, [e] { cudaEventDestroy(e); })};
-  }
-
   device::lease m_lease;
   detail::adaptive_hold m_hold;
-  owned_event m_start;
-  owned_event m_end;
+  detail::owned_event m_start;
+  detail::owned_event m_end;
 };
 #else
 class launch_timer {
