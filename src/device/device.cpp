@@ -28,9 +28,15 @@ lease::lease(std::shared_ptr<device_state> state) : m_state(std::move(state)) {
   const bool created = !m_state->context_active;
   m_state->ensure_context();
   if (++m_state->leases == 1) {
+    ++m_state->windows_opened;
     m_state->lease_start_bytes = created && m_state->own_context_bytes
                                      ? m_state->own_context_bytes
                                      : m_state->settled_process_bytes();
+    if (device_trace_on()) {
+      std::fprintf(stderr, "coolbench trace: GPU %d window opened at NVML %.2f MiB%s\n",
+                   m_state->ordinal, trace_mib(m_state->lease_start_bytes),
+                   created ? " (context created)" : "");
+    }
   }
   ++m_state->leases_by_thread[std::this_thread::get_id()];
   m_generation = m_state->generation.load();
@@ -164,7 +170,10 @@ lease device::acquire() { return lease(m_state); }
 
 void device::empty_cache() {
   std::lock_guard lock(m_state->mutex);
-  const auto before = m_state->context_active ? m_state->settled_process_bytes() : std::nullopt;
+  // Inside a lease window the window's closing reading counts the drop;
+  // counting it here too would take it off coolbench's share twice.
+  const bool counted_here = m_state->context_active && m_state->leases == 0;
+  const auto before = counted_here ? m_state->settled_process_bytes() : std::nullopt;
   m_state->allocator.empty_cache();
   m_state->count_own_change(before);
 }

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <map>
@@ -27,6 +28,20 @@ inline std::size_t index(resource_kind kind) { return static_cast<std::size_t>(k
 
 inline void log_error(const char* what, const std::exception& e) noexcept {
   std::fprintf(stderr, "coolbench: %s: %s\n", what, e.what());
+}
+
+/// COOLBENCH_DEVICE_TRACE=1: one stderr line per lease window, NVML reading
+/// and release check, to see where coolbench's share of NVML's figure went.
+inline bool device_trace_on() {
+  static const bool on = [] {
+    const char* set = std::getenv("COOLBENCH_DEVICE_TRACE");
+    return set != nullptr && *set != '\0' && *set != '0';
+  }();
+  return on;
+}
+
+inline double trace_mib(std::optional<std::uint64_t> bytes) {
+  return bytes ? static_cast<double>(*bytes) / 1048576.0 : -1.0;
 }
 
 struct device_state {
@@ -62,6 +77,9 @@ struct device_state {
   std::int64_t own_bytes = 0;
   /// NVML's figure when the first of the current leases was taken.
   std::optional<std::uint64_t> lease_start_bytes;
+  /// Lease windows opened so far: a reading taken outside a window is
+  /// compared only while no window opened since.
+  std::uint64_t windows_opened = 0;
 
   CUstream_st* stream = nullptr;
   std::vector<CUevent_st*> events;
@@ -115,6 +133,15 @@ struct device_state {
     if (!now) return;
     own_bytes = std::max<std::int64_t>(
         0, own_bytes + static_cast<std::int64_t>(*now) - static_cast<std::int64_t>(*before));
+    if (device_trace_on()) {
+      std::fprintf(stderr,
+                   "coolbench trace: GPU %d window closed: NVML %.2f -> %.2f MiB, own %.2f MiB, "
+                   "allocator %.2f MiB\n",
+                   ordinal, trace_mib(before), trace_mib(now),
+                   static_cast<double>(own_bytes) / 1048576.0,
+                   static_cast<double>(allocator.live_bytes() + allocator.cached_bytes()) /
+                       1048576.0);
+    }
   }
 
   [[nodiscard]] bool holds_anything() const {

@@ -1,5 +1,6 @@
 // Handles: buffers from the caching allocator and adopted resources of other
 // libraries. Each remembers its generation: after a release it is stale.
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -82,11 +83,22 @@ bool owned_resource::valid() const noexcept {
 void owned_resource::reset() noexcept {
   if (m_state != nullptr && m_id != 0) {
     std::function<void()> destroy;
+    // What destroying it gives back (a graph's or a handle's device memory)
+    // leaves coolbench's share of NVML's figure. Inside a lease window the
+    // window counts it; outside one it is counted here.
+    std::optional<std::uint64_t> before;
+    std::uint64_t generation = 0;
+    std::uint64_t windows = 0;
     {
       std::lock_guard lock(m_state->mutex);
       if (auto it = m_state->adopted.find(m_id); it != m_state->adopted.end()) {
         destroy = std::move(it->second.destroy);
         m_state->adopted.erase(it);
+        if (m_state->context_active && m_state->leases == 0) {
+          before = m_state->settled_process_bytes();
+          generation = m_state->generation.load();
+          windows = m_state->windows_opened;
+        }
       }
     }
     // Outside the lock: the destroy function belongs to another library.
@@ -95,6 +107,14 @@ void owned_resource::reset() noexcept {
         destroy();
       } catch (const std::exception& e) {
         log_error("destroying an adopted resource", e);
+      }
+    }
+    if (before) {
+      std::lock_guard lock(m_state->mutex);
+      // A window opened meanwhile counted the drop already; a release zeroed the share.
+      if (m_state->leases == 0 && m_state->context_active &&
+          m_state->windows_opened == windows && m_state->generation.load() == generation) {
+        m_state->count_own_change(before);
       }
     }
   }

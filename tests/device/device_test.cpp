@@ -307,6 +307,60 @@ TEST_F(device_test, what_coolbenchs_leases_load_is_its_own_and_what_others_load_
   EXPECT_THROW((void)gpu().release(), release_refused);
 }
 
+// The H200's refusal after graph runs: an engine trims the cache inside a
+// lease; the drop was counted by empty_cache and again by the window, and
+// coolbench's share fell to 0 MiB with its workspace live.
+TEST_F(device_test, an_empty_cache_inside_a_lease_is_counted_once) {
+  {
+    auto l = gpu().acquire();
+    auto old = l.allocate(4 * mib);
+  }  // cached: still coolbench's
+  buffer kept;
+  {
+    auto l = gpu().acquire();
+    gpu().empty_cache();  // the cached 4 MiB go back to the driver, inside the window
+    kept = l.allocate(6 * mib);
+  }
+  const auto report = gpu().release();
+  EXPECT_TRUE(report.released) << report.note;
+  EXPECT_EQ(report.coolbench_bytes, 6 * mib);
+  EXPECT_EQ(report.foreign_bytes, 0);
+
+  // Outside a lease empty_cache counts the drop itself.
+  {
+    auto l = gpu().acquire();
+    auto old = l.allocate(4 * mib);
+  }
+  gpu().empty_cache();
+  fake().foreign_bytes = 2 * mib;  // another runtime's small array
+  EXPECT_THROW((void)gpu().release(), release_refused);
+}
+
+// A resource that gives memory back when destroyed outside a lease (a CUDA
+// graph dropped with its session) leaves coolbench's share; else another
+// runtime's allocation of the same size would hide behind it.
+TEST_F(device_test, an_adopted_resource_destroyed_outside_a_lease_leaves_coolbenchs_share) {
+  owned_resource graph;
+  {
+    auto l = gpu().acquire();
+    fake().code_bytes += 4 * mib;  // the executable graph's device memory
+    graph = l.adopt(resource_kind::graph, [] { fake().code_bytes -= 4 * mib; });
+  }
+  graph = owned_resource{};  // destroyed, no lease held
+  fake().foreign_bytes = 4 * mib;
+  try {
+    (void)gpu().release();
+    ADD_FAILURE() << "released under another runtime's 4 MiB";
+  } catch (const release_refused& e) {
+    EXPECT_NE(std::string(e.what()).find("foreign memory live"), std::string::npos) << e.what();
+  }
+  fake().foreign_bytes = 0;
+  const auto report = gpu().release();
+  EXPECT_TRUE(report.released);
+  EXPECT_EQ(report.coolbench_bytes, 0U);
+  EXPECT_EQ(report.foreign_state, "none");
+}
+
 TEST_F(device_test,
        the_bare_context_is_measured_once_and_a_probe_failure_refuses_another_runtimes_context) {
   const int runs = fake().probe_runs();
