@@ -112,8 +112,8 @@ void owned_resource::reset() noexcept {
     if (before) {
       std::lock_guard lock(m_state->mutex);
       // A window opened meanwhile counted the drop already; a release zeroed the share.
-      if (m_state->leases == 0 && m_state->context_active &&
-          m_state->windows_opened == windows && m_state->generation.load() == generation) {
+      if (m_state->leases == 0 && m_state->context_active && m_state->windows_opened == windows &&
+          m_state->generation.load() == generation) {
         m_state->count_own_change(before);
       }
     }
