@@ -162,11 +162,12 @@ class session {
   /// Each node's time: `runs` runs node by node (after one untimed run),
   /// with a mark on the backend's timeline before the first node and after
   /// each (CUDA events on the stream on a device, the host clock on the CPU).
-  /// The nodes are the current plan's, fusions included, in run order. A
-  /// device's marks cost about as much as a kernel launch each, and a graph
-  /// launch has no gaps between kernels, so the sum exceeds a graph run's
-  /// time: the shares say where the time goes, not what a graph run costs.
-  /// The inputs must be set; the outputs are those of the last timed run.
+  /// On a device each timed run is queued behind a wait kernel, so the marks
+  /// bracket GPU time rather than the host's launches. The nodes are the
+  /// current plan's, fusions included, in run order. Events cost a little
+  /// and a graph launch has no gaps, so the sum exceeds a graph run's time:
+  /// the shares say where the time goes. The inputs must be set; the
+  /// outputs are those of the last timed run.
   [[nodiscard]] std::vector<node_time> node_times(std::size_t runs = 20);
   /// Rewrites the fusion passes made in the current plan, by pass name.
   [[nodiscard]] const std::map<std::string, std::size_t>& fusion_counts() const noexcept;

@@ -5,6 +5,7 @@
 // every tensor and handle it made, and the next call re-acquires them.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -169,7 +170,9 @@ class cuda_backend final : public backend {
   // Node timing's events: kept for reuse until a device release destroys them.
   std::vector<CUevent_st*> m_mark_events;
   std::uint64_t m_mark_generation = 0;
-  std::size_t m_marks = 0;          // recorded since begin_marks()
+  std::size_t m_marks = 0;                 // recorded since begin_marks()
+  unsigned long long m_mark_queue_ns = 0;  // the longest queuing of a marked run so far
+  std::chrono::steady_clock::time_point m_marks_begun;
   const node* m_running = nullptr;  // the node run() is in
   std::string m_blocking_note;
   bool m_recording = false;
