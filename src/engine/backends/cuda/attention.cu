@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(mma::k_threads, 2)
   const std::int64_t m0 = std::int64_t{blockIdx.y} * mma::k_rows;
   const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1];
   const T* vb = v + b * p.v_stride[0] + h * p.v_stride[1];
-  mma::load_tile<T, Dim>(qs, q + bh * p.sq * d, m0, p.sq, d, mma::k_rows);
+  mma::load_tile<T, Dim, mma::k_rows>(qs, q + bh * p.sq * d, m0, p.sq, d);
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tig = lane % 4;
   const int r0 = warp * 16 + g;  // this thread's rows: r0 and r0 + 8
@@ -202,8 +202,8 @@ __global__ void __launch_bounds__(mma::k_threads, 2)
   }
   for (std::int64_t n0 = 0; n0 < end; n0 += keys) {
     __syncthreads();  // the previous tile's readers are done
-    mma::load_tile<T, Dim>(ks, kb, n0, p.sk, d, keys);
-    mma::load_tile<T, Dim>(vs, vb, n0, p.sk, d, keys);
+    mma::load_tile<T, Dim, keys>(ks, kb, n0, p.sk, d);
+    mma::load_tile<T, Dim, keys>(vs, vb, n0, p.sk, d);
     __syncthreads();
     float s[keys / 8][4];
     float tile_peak[2] = {-INFINITY, -INFINITY};
