@@ -114,7 +114,7 @@ __device__ __forceinline__ void load_tile(T* shared, const T* from, std::int64_t
     for (int i = 0; i < batch; ++i) {
       const int e = e0 + i * k_threads, r = e / Dim, c = e % Dim;
       held[i] =
-          e < Rows * Dim && base + r < count && c < d ? from[(base + r) * d + c] : narrow<T>(0.0F);
+          e < Rows * Dim && base + r < count && c < d ? from[(base + r) * ld + c] : narrow<T>(0.0F);
     }
 #pragma unroll
     for (int i = 0; i < batch; ++i) {
