@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/help.hpp"
 #include "cli/model_choice.hpp"
+#include "coolbench/engine/model.hpp"
 #include "coolbench/engine/session.hpp"
 #include "coolbench/measure/workload.hpp"
 #include "coolbench/report.hpp"
@@ -109,8 +111,14 @@ int run_nodes(const nodes_options& o) {
     fmt::print("no model given: GPT-2 small {} at batch 1, sequence 128 on {}\n",
                half ? "fp16" : "fp32", backend);
   }
-  const measure::model_node_profile profile =
-      measure::profile_model_nodes(model, backend, dims, !o.no_cuda_graph, o.runs);
+  measure::model_node_profile profile;
+  try {
+    profile = measure::profile_model_nodes(model, backend, dims, !o.no_cuda_graph, o.runs);
+  } catch (const engine::model_error& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "coolbench nodes: {}\n", e.what());
+    return exit_bad_device;  // documented: a file that is no model, or one the backend cannot run
+  }
   print_profile(profile, o.top);
   if (!o.json_path.empty()) {
     report::write_text_atomically(o.json_path, profile_json(profile).dump(1) + "\n");
