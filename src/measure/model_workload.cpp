@@ -26,6 +26,7 @@
 #include "coolbench/engine/model.hpp"
 #include "coolbench/engine/session.hpp"
 #include "coolbench/measure/workload.hpp"
+#include "coolbench/stats/summary.hpp"
 
 #ifdef COOLBENCH_MEASURE_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -373,11 +374,8 @@ model_node_profile profile_model_nodes(const std::filesystem::path& model, std::
     const double ms = w.run().latency_ms;
     if (i >= runs) times.push_back(ms);  // the first half warms up
   }
-  std::sort(times.begin(), times.end());
-  profile.least_run_ms = times.front();
-  profile.median_run_ms = times.size() % 2 == 1
-                              ? times[times.size() / 2]
-                              : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+  profile.least_run_ms = *std::min_element(times.begin(), times.end());
+  profile.median_run_ms = stats::median(times);
   profile.execution = w.execution();
   profile.description = w.describe();
   profile.nodes = w.node_times(runs);

@@ -266,7 +266,8 @@ TEST(attention_fusion, recognises_folded_causal_masks) {
   }
 }
 
-TEST(attention_fusion, fuses_coolbenchs_gpt2) {
+// coolbench's GPT-2: 2 layers of width 64, 4 heads.
+graph small_gpt2() {
   gpt2_config config;
   config.layers = 2;
   config.hidden = 64;
@@ -274,7 +275,11 @@ TEST(attention_fusion, fuses_coolbenchs_gpt2) {
   config.vocab = 91;
   config.positions = 64;
   config.sequence = 16;
-  const graph g = parse_onnx(make_gpt2_model(config), ".", "gpt2.onnx");
+  return parse_onnx(make_gpt2_model(config), ".", "gpt2.onnx");
+}
+
+TEST(attention_fusion, fuses_coolbenchs_gpt2) {
+  const graph g = small_gpt2();
   expect_fused_equal(g, {{"batch", 2}, {"sequence", 16}}, 2, "coolbench gpt2");
   graph folded = g;
   specialize_and_fuse(folded, {{"batch", 1}, {"sequence", 7}});
@@ -464,14 +469,7 @@ TEST(attention_layout, reads_through_every_prefill_export) {
               2U)
         << folder << " decode";
   }
-  gpt2_config config;
-  config.layers = 2;
-  config.hidden = 64;
-  config.heads = 4;
-  config.vocab = 91;
-  config.positions = 64;
-  config.sequence = 16;
-  graph g = parse_onnx(make_gpt2_model(config), ".", "gpt2.onnx");
+  graph g = small_gpt2();
   EXPECT_EQ(fuse_with_layout(g, {{"batch", 2}, {"sequence", 16}}, "coolbench gpt2"), 2U);
   EXPECT_EQ(count(g, "Split"), 0U);
   EXPECT_EQ(count(g, "Transpose"), 0U);

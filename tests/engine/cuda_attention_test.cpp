@@ -115,6 +115,16 @@ void expect_close(const tensor& got, const tensor& want, const std::string& what
   EXPECT_EQ(bad, 0U) << what << ": max |difference| " << worst;
 }
 
+// "fma" forces the float32 FMA kernel for every dtype; "default" lets the
+// backend pick (tensor cores for 16-bit on sm_90).
+void select_kernel(const std::string& kernel) {
+  if (kernel == "fma") {
+    ::setenv("COOLBENCH_ATTENTION_KERNEL", "fma", 1);
+  } else {
+    ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
+  }
+}
+
 struct kernel_case {
   std::int64_t sq, past, head_dim;
   mask_kind mask;
@@ -169,11 +179,7 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
   // float16 and bfloat16 on the tensor-core kernel (sm_90), then again on
   // the FMA kernel every dtype can take.
   for (const char* kernel : {"default", "fma"}) {
-    if (std::string(kernel) == "fma") {
-      ::setenv("COOLBENCH_ATTENTION_KERNEL", "fma", 1);
-    } else {
-      ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
-    }
+    select_kernel(kernel);
     for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
       if (type == dtype::float32 && std::string(kernel) == "fma") continue;  // fma already
       for (const auto& c : cases) {
@@ -220,11 +226,7 @@ TEST(cuda_attention, views_of_a_qkv_projection_match_the_cpu) {
   };
   const shape_case shapes[] = {{1, 3, 64}, {7, 3, 40}, {128, 12, 64}, {200, 2, 128}};
   for (const char* kernel : {"default", "fma"}) {
-    if (std::string(kernel) == "fma") {
-      ::setenv("COOLBENCH_ATTENTION_KERNEL", "fma", 1);
-    } else {
-      ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
-    }
+    select_kernel(kernel);
     for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
       for (const auto& c : shapes) {
         for (const auto mask : {mask_kind::none, mask_kind::causal_where}) {

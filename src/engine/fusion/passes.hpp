@@ -13,7 +13,7 @@ namespace coolbench::engine::fusion_detail {
 std::size_t fuse_gemm_epilogues(graph& g, const fusion_context& context);
 
 /// Attention over the heads of [B, S, H·D] projections reads and writes them
-/// in place (layout 1 of attention.hpp): attention_layout.cpp.
+/// in place (the views form of attention.hpp): attention_layout.cpp.
 std::size_t fuse_attention_layout(graph& g, const fusion_context& context);
 
 /// LayerNormalization over the last axis (the opset-17 op or the opset-14
