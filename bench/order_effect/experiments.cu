@@ -92,10 +92,10 @@ std::vector<figure> survey_victims(bench_context& b) {
   // with and without max-L1 hints: none slowed. Left here: the disturbance done as the
   // reference program does it (raw), against the lease's.
   const std::pair<victim_config, disturb_stream> configs[] = {
-      {{g::fp16, h::none, w::lease, s::blocking}, d::raw},
-      {{g::fp16, h::none, w::library, s::blocking}, d::raw},
-      {{g::fp16, h::none, w::lease, s::lease}, d::raw},
-      {{g::fp16, h::none, w::lease, s::blocking}, d::legacy}};
+      {{g::fp16, h::none, w::lease, s::blocking, {}}, d::raw},
+      {{g::fp16, h::none, w::library, s::blocking, {}}, d::raw},
+      {{g::fp16, h::none, w::lease, s::lease, {}}, d::raw},
+      {{g::fp16, h::none, w::lease, s::blocking, {}}, d::legacy}};
   std::vector<figure> out;
   for (int r = 0; r < b.repeats; ++r) {
     for (const auto& [c, where] : configs) {
@@ -114,6 +114,77 @@ std::vector<figure> survey_victims(bench_context& b) {
       add(out, "victims", row, "after a touch", v.median_ms(b.warmups, b.replays));
       disturb_with_shared_memory(lease, 200, where);
       add(out, "victims", row, "after 200 KB", v.median_ms(b.warmups, b.replays));
+    }
+  }
+  (void)release_device(b);
+  return out;
+}
+
+namespace {
+
+/// Moves knob `knob` (0 input copy, 1 data range, 2 data flow, 3 timing) of `f` to the
+/// reference program's side, or back to this victim's.
+void set_knob(victim_form& f, int knob, bool reference_side) {
+  switch (knob) {
+    case 0: f.input_copy = !reference_side; break;
+    case 1: f.wide_data = reference_side; break;
+    case 2: f.in_place = reference_side; break;
+    default: f.launches_per_event = reference_side ? 10 : 1; break;
+  }
+}
+
+/// The forms the bisection measures: this victim's, each knob alone, the reference's, and
+/// the reference's less each knob.
+std::vector<victim_form> forms_to_bisect() {
+  victim_form reference{};
+  for (int knob = 0; knob < 4; ++knob) set_knob(reference, knob, true);
+  std::vector<victim_form> forms{victim_form{}};
+  for (int knob = 0; knob < 4; ++knob) {
+    victim_form one{};
+    set_knob(one, knob, true);
+    victim_form all_but = reference;
+    set_knob(all_but, knob, false);
+    forms.push_back(one);
+    forms.push_back(all_but);
+  }
+  forms.push_back(reference);
+  return forms;
+}
+
+/// NVML as the protocol uses it: a full sample (energy and the throttle counters included)
+/// and the process list. If a driver call of this kind clears the state as another
+/// process's context does, the protocol's own sampler would hide the effect.
+void read_nvml(const coolbench::telemetry::gpu_telemetry& telemetry) {
+  (void)telemetry.read(coolbench::telemetry::read_scope::all);
+  (void)telemetry.processes();
+}
+
+}  // namespace
+
+std::vector<figure> bisect_forms(bench_context& b, const victim_config& config) {
+  const coolbench::telemetry::gpu_telemetry telemetry(b.gpu.ordinal());
+  std::vector<figure> out;
+  const auto forms = forms_to_bisect();
+  for (int r = 0; r < b.repeats; ++r) {
+    for (const victim_form& form : forms) {
+      victim_config c = config;
+      c.form = form;
+      (void)release_device(b);
+      auto lease = b.gpu.acquire();
+      victim v(lease, c);
+      const std::string row = to_spec(c);
+      auto measure = [&](const char* column) {
+        add(out, "victim forms", row, column, v.median_ms(b.warmups, b.replays));
+      };
+      measure("clean");
+      disturb_with_shared_memory(lease, 200, b.disturb_on);
+      measure("after 200 KB");
+      read_nvml(telemetry);
+      measure("after NVML reads");
+      disturb_with_gemms(lease, b.disturb_on);
+      measure("after the bf16 GEMMs");
+      (void)dev::touch_from_another_process(lease.ordinal());
+      measure("after a touch");
     }
   }
   (void)release_device(b);
@@ -220,8 +291,9 @@ void isolation_repeat(bench_context& b, const victim_config& c, disturbance d,
     disturb(lease, d, b.disturb_on);
   }
   const auto spawned = steady::now();
-  const std::string answer = run_command(b.self + " --child-measure " +
-                                         (c.compute == gemm_compute::fp16 ? "fp16" : "fp32"));
+  // The child builds the same victim: the whole specification, not only its GEMMs (the
+  // first isolation run passed "fp16" alone, and its child measured another victim).
+  const std::string answer = run_command(b.self + " --child-measure " + to_spec(c));
   add(out, "cost", "fresh process (build + measure)", "s", seconds_since(spawned), "s");
   add(out, table, row, "process", std::stod(answer));
 }

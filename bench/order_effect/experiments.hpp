@@ -34,6 +34,10 @@ double release_device(bench_context& b);
 
 /// Clean and after the bf16 GEMMs, for each victim variant; and its kernels.
 std::vector<figure> survey_victims(bench_context& b);
+/// The victim in each form between today's and the reference program's (victim_form), on
+/// the base `config`: clean, after a 200 KB kernel, after NVML reads, after the bf16 GEMMs,
+/// after a touch. The form that slows like the reference names the difference.
+std::vector<figure> bisect_forms(bench_context& b, const victim_config& config);
 /// Per-operation times, clean and disturbed, for the victim `config` and the
 /// same victim with cuBLAS's workspace from the lease.
 std::vector<figure> per_kernel(bench_context& b, const victim_config& config);

@@ -3,11 +3,13 @@
 // victim), disturbed by three bf16 8192^3 GEMMs or one kernel with 200 KB of dynamic
 // shared memory (48 and 100 KB as controls), then measured with each isolation: none,
 // release + re-acquire, touch (another process makes a context and exits), a fresh
-// process. Every figure is the median over --repeats repeats, each itself the median of
-// the replays.
-//   order_effect [--ordinal N] [--part all|survey|kernels|sentinel|isolation|detect|profile]
+// process; `bisect` measures the victim in each form between its own and the reference
+// program's (victim_form) to find what makes the reference sensitive. Every figure is the median
+// over --repeats repeats, each itself the median of the replays.
+//   order_effect [--ordinal N] [--part all|survey|bisect|kernels|sentinel|isolation|detect|profile]
 //                [--repeats R] [--replays N] [--victim
-//                fp16|fp32[:lease|none|library[:lease|blocking]]] [--disturb-on legacy|lease|raw]
+//                fp16|fp32[:lease|none|library[:lease|blocking[:FORM]]]] [--disturb-on
+//                legacy|lease|raw]
 //                [--json PATH]
 #include <cuda_runtime.h>
 
@@ -41,13 +43,13 @@ struct options {
 };
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(
-      stderr,
-      "order_effect: %s\nusage: order_effect [--ordinal N] "
-      "[--part all|survey|kernels|sentinel|isolation|detect|profile] [--repeats R] [--replays N] "
-      "[--victim fp16|fp32[:lease|none|library[:lease|blocking]]] [--disturb-on legacy|lease|raw] "
-      "[--json PATH]\n",
-      why.c_str());
+  std::fprintf(stderr,
+               "order_effect: %s\nusage: order_effect [--ordinal N] "
+               "[--part all|survey|bisect|kernels|sentinel|isolation|detect|profile] [--repeats R] "
+               "[--replays N] [--victim fp16|fp32[:lease|none|library[:lease|blocking[:FORM]]]] "
+               "[--disturb-on legacy|lease|raw] [--json PATH]\n"
+               "FORM: reference, or nocopy, wide, inplace, batch10 joined by '+'\n",
+               why.c_str());
   std::exit(2);
 }
 
@@ -190,6 +192,7 @@ int run(const options& o) {
     all.insert(all.end(), figures.begin(), figures.end());
   };
   part("survey", [&] { return survey_victims(b); });
+  part("bisect", [&] { return bisect_forms(b, config); });
   part("kernels", [&] { return per_kernel(b, config); });
   part("sentinel", [&] { return sentinel_sizes(b); });
   part("isolation", [&] { return isolation_table(b, config); });

@@ -13,6 +13,7 @@
 
 #include "core/cublas_check.hpp"
 #include "core/cuda_check.hpp"
+#include "device_common.cuh"
 
 namespace order_effect {
 namespace {
@@ -21,35 +22,12 @@ constexpr int seq = 128;
 constexpr int hidden = 768;
 constexpr int layers = 12;
 constexpr int norm_threads = 256;
-constexpr std::size_t workspace_bytes = std::size_t{32} << 20U;  // cuBLAS's advice for Hopper
 
 void check_driver(CUresult r, const char* what) {
   if (r == CUDA_SUCCESS) return;
   const char* text = nullptr;
   cuGetErrorString(r, &text);
   throw coolbench::error(std::string(what) + ": " + (text != nullptr ? text : "unknown error"));
-}
-
-__device__ float hash_uniform(std::uint64_t i, std::uint32_t seed) {  // in [-1, 1)
-  std::uint64_t z = i + 0x9E3779B97F4A7C15ULL * (std::uint64_t{seed} + 1);
-  z = (z ^ (z >> 30U)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27U)) * 0x94D049BB133111EBULL;
-  z ^= z >> 31U;
-  return static_cast<float>(z >> 40U) * (2.0f / 16777216.0f) - 1.0f;
-}
-
-template <class T>
-__global__ void fill_kernel(T* p, std::size_t n, std::uint32_t seed, float scale) {
-  const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
-  for (std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
-    p[i] = static_cast<T>(scale * hash_uniform(i, seed));
-}
-
-template <class T>
-void fill(void* p, std::size_t n, std::uint32_t seed, float scale, cudaStream_t stream) {
-  const auto blocks = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 8192));
-  fill_kernel<T><<<blocks, 256, 0, stream>>>(static_cast<T*>(p), n, seed, scale);
-  COOLBENCH_CUDA_CALL(cudaGetLastError());
 }
 
 // One block per row: mean and variance through a shared-memory tree, then
@@ -91,22 +69,6 @@ __global__ void gelu_residual_kernel(__half* x, const __half* residual, int n) {
   x[i] = __float2half(g + 0.01f * __half2float(residual[i]));
 }
 
-__global__ void shared_memory_kernel(float* out, int words) {
-  extern __shared__ float block_memory[];
-  for (int i = static_cast<int>(threadIdx.x); i < words; i += static_cast<int>(blockDim.x))
-    block_memory[i] = static_cast<float>(i);
-  __syncthreads();
-  if (threadIdx.x == 0) out[blockIdx.x] = block_memory[words - 1];
-}
-
-__global__ void max_l1_kernel(float* out) { out[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f; }
-
-int sm_count(int ordinal) {
-  int sms = 0;
-  COOLBENCH_CUDA_CALL(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ordinal));
-  return sms;
-}
-
 __half* half_of(const dev::buffer& b) { return static_cast<__half*>(b.get()); }
 
 }  // namespace
@@ -119,8 +81,54 @@ std::string describe(const victim_config& c) {
   if (c.workspace == blas_workspace::none) s += ", no cuBLAS workspace";
   if (c.workspace == blas_workspace::library) s += ", cuBLAS's own workspace";
   if (c.stream == victim_stream::blocking) s += ", blocking stream";
+  if (!c.form.input_copy) s += ", no input copy";
+  if (c.form.wide_data) s += ", wide data";
+  if (c.form.in_place) s += ", in place";
+  if (c.form.launches_per_event != 1)
+    s += ", " + std::to_string(c.form.launches_per_event) + " replays per event";
   return s;
 }
+
+namespace {
+
+victim_form parse_form(const std::string& spec) {
+  victim_form f;
+  if (spec.empty()) return f;
+  if (spec == "reference") return {false, true, true, 10};
+  for (std::size_t from = 0;;) {
+    const auto plus = spec.find('+', from);
+    const std::string knob = spec.substr(from, plus - from);
+    if (knob == "nocopy") {
+      f.input_copy = false;
+    } else if (knob == "wide") {
+      f.wide_data = true;
+    } else if (knob == "inplace") {
+      f.in_place = true;
+    } else if (knob == "batch10") {
+      f.launches_per_event = 10;
+    } else {
+      throw coolbench::error(
+          "victim form: reference, or nocopy, wide, inplace, batch10 joined by '+', not " + knob);
+    }
+    if (plus == std::string::npos) break;
+    from = plus + 1;
+  }
+  return f;
+}
+
+std::string form_spec(const victim_form& f) {
+  std::string s;
+  auto add = [&](bool on, const char* knob) {
+    if (on) s += (s.empty() ? "" : "+") + std::string(knob);
+  };
+  add(!f.input_copy, "nocopy");
+  add(f.wide_data, "wide");
+  add(f.in_place, "inplace");
+  add(f.launches_per_event == 10, "batch10");
+  return s;
+}
+
+}  // namespace
 
 victim_config parse_victim(const std::string& spec) {
   victim_config c;
@@ -134,6 +142,8 @@ victim_config parse_victim(const std::string& spec) {
   const std::string gemms = parts[0];
   const std::string work = parts.size() > 1 ? parts[1] : "lease";
   const std::string stream = parts.size() > 2 ? parts[2] : "lease";
+  if (parts.size() > 4) throw coolbench::error("victim: at most four ':'-separated parts");
+  c.form = parse_form(parts.size() > 3 ? parts[3] : "");
   if (stream != "lease" && stream != "blocking")
     throw coolbench::error("victim stream: lease or blocking");
   c.stream = stream == "lease" ? victim_stream::lease : victim_stream::blocking;
@@ -154,8 +164,10 @@ std::string to_spec(const victim_config& c) {
   const char* work = c.workspace == blas_workspace::lease  ? "lease"
                      : c.workspace == blas_workspace::none ? "none"
                                                            : "library";
+  const std::string form = form_spec(c.form);
   return std::string(c.compute == gemm_compute::fp16 ? "fp16:" : "fp32:") + work +
-         (c.stream == victim_stream::blocking ? ":blocking" : ":lease");
+         (c.stream == victim_stream::blocking ? ":blocking" : ":lease") +
+         (form.empty() ? "" : ":" + form);
 }
 
 namespace {
@@ -193,11 +205,12 @@ victim::victim(dev::lease& lease, const victim_config& config)
     const std::size_t n = weights[i] * layers;
     m_buffers.push_back(lease.allocate(n * sizeof(__half)));
     const float k = i == 3 ? 4.0f * hidden : static_cast<float>(hidden);
-    fill<__half>(m_buffers.back().get(), n, seed++, std::sqrt(3.0f / k), m_stream);
+    const float scale = config.form.wide_data ? 0.5f : std::sqrt(3.0f / k);
+    fill<__half>(m_buffers.back().get(), n, seed++, scale, m_stream);
   }
   for (const std::size_t n : acts) {
     m_buffers.push_back(lease.allocate(n * sizeof(__half)));
-    fill<__half>(m_buffers.back().get(), n, seed++, 1.0f, m_stream);
+    fill<__half>(m_buffers.back().get(), n, seed++, config.form.wide_data ? 0.5f : 1.0f, m_stream);
   }
   m_buffers.push_back(lease.allocate(workspace_bytes));
   // The own kernels' carveout hint, 0 = the largest L1; once set, it is set
@@ -250,10 +263,18 @@ void victim::gemm(const void* a, int lda, const void* b, int ldb, void* c, int l
 
 void victim::enqueue(const std::function<void(const std::string&)>& mark) {
   const auto& b = m_buffers;
-  const std::size_t row_bytes = std::size_t{seq} * hidden * sizeof(__half);
-  COOLBENCH_CUDA_CALL(
-      cudaMemcpyAsync(b[x].get(), b[input].get(), row_bytes, cudaMemcpyDeviceToDevice, m_stream));
-  mark("copy input");
+  const victim_form& form = m_config.form;
+  if (form.input_copy) {
+    const std::size_t row_bytes = std::size_t{seq} * hidden * sizeof(__half);
+    COOLBENCH_CUDA_CALL(
+        cudaMemcpyAsync(b[x].get(), b[input].get(), row_bytes, cudaMemcpyDeviceToDevice, m_stream));
+    mark("copy input");
+  }
+  // In place (the reference's flow) the norms overwrite their input and the output
+  // projection reads qkv's first 128 x 768 elements as one matrix.
+  __half* normed_x = form.in_place ? half_of(b[x]) : half_of(b[h]);
+  __half* normed_att = form.in_place ? half_of(b[att]) : half_of(b[h]);
+  const int qkv_ld = form.in_place ? hidden : 3 * hidden;
   const unsigned norm_bytes = 2 * norm_threads * sizeof(float);
   for (int l = 0; l < layers; ++l) {
     const auto layer = static_cast<std::size_t>(l);
@@ -261,24 +282,23 @@ void victim::enqueue(const std::function<void(const std::string&)>& mark) {
     const __half* wo = half_of(b[w_out]) + layer * hidden * hidden;
     const __half* wu = half_of(b[w_up]) + layer * hidden * 4 * hidden;
     const __half* wd = half_of(b[w_down]) + layer * 4 * hidden * hidden;
-    row_norm_kernel<<<seq, norm_threads, norm_bytes, m_stream>>>(half_of(b[x]), half_of(b[h]),
-                                                                 hidden);
+    row_norm_kernel<<<seq, norm_threads, norm_bytes, m_stream>>>(half_of(b[x]), normed_x, hidden);
     COOLBENCH_CUDA_CALL(cudaGetLastError());
     mark("row norm 128x768");
-    gemm(b[h].get(), hidden, wq, 3 * hidden, b[qkv].get(), 3 * hidden, seq, 3 * hidden, hidden);
+    gemm(normed_x, hidden, wq, 3 * hidden, b[qkv].get(), 3 * hidden, seq, 3 * hidden, hidden);
     mark("gemm 128x2304x768");
     // Attention itself is left out; its output projection reads the first third of qkv.
-    gemm(b[qkv].get(), 3 * hidden, wo, hidden, b[att].get(), hidden, seq, hidden, hidden);
+    gemm(b[qkv].get(), qkv_ld, wo, hidden, b[att].get(), hidden, seq, hidden, hidden);
     mark("gemm 128x768x768");
     gelu_residual_kernel<<<seq * hidden / 256, 256, 0, m_stream>>>(half_of(b[att]), half_of(b[x]),
                                                                    seq * hidden);
     COOLBENCH_CUDA_CALL(cudaGetLastError());
     mark("gelu+residual 128x768");
-    row_norm_kernel<<<seq, norm_threads, norm_bytes, m_stream>>>(half_of(b[att]), half_of(b[h]),
+    row_norm_kernel<<<seq, norm_threads, norm_bytes, m_stream>>>(half_of(b[att]), normed_att,
                                                                  hidden);
     COOLBENCH_CUDA_CALL(cudaGetLastError());
     mark("row norm 128x768");
-    gemm(b[h].get(), hidden, wu, 4 * hidden, b[ff].get(), 4 * hidden, seq, 4 * hidden, hidden);
+    gemm(normed_att, hidden, wu, 4 * hidden, b[ff].get(), 4 * hidden, seq, 4 * hidden, hidden);
     mark("gemm 128x3072x768");
     gelu_residual_kernel<<<seq * 4 * hidden / 256, 256, 0, m_stream>>>(
         half_of(b[ff]), half_of(b[ff]), seq * 4 * hidden);
@@ -360,12 +380,14 @@ void victim::build_graph() {
 
 double victim::median_ms(int warmups, int replays) const {
   for (int i = 0; i < warmups; ++i) COOLBENCH_CUDA_CALL(cudaGraphLaunch(m_exec, m_stream));
+  const int per_event = std::max(1, m_config.form.launches_per_event);
+  const int intervals = std::max(10, replays / per_event);
   std::vector<double> ms;
-  for (int done = 0; done < replays;) {
-    const int batch = std::min(replays - done, static_cast<int>(m_events.size()) - 1);
+  for (int done = 0; done < intervals;) {
+    const int batch = std::min(intervals - done, static_cast<int>(m_events.size()) - 1);
     COOLBENCH_CUDA_CALL(cudaEventRecord(m_events[0], m_stream));
     for (int i = 1; i <= batch; ++i) {
-      COOLBENCH_CUDA_CALL(cudaGraphLaunch(m_exec, m_stream));
+      for (int l = 0; l < per_event; ++l) COOLBENCH_CUDA_CALL(cudaGraphLaunch(m_exec, m_stream));
       COOLBENCH_CUDA_CALL(cudaEventRecord(m_events[static_cast<std::size_t>(i)], m_stream));
     }
     COOLBENCH_CUDA_CALL(cudaStreamSynchronize(m_stream));
@@ -373,7 +395,7 @@ double victim::median_ms(int warmups, int replays) const {
       float e = 0;
       COOLBENCH_CUDA_CALL(cudaEventElapsedTime(&e, m_events[static_cast<std::size_t>(i - 1)],
                                                m_events[static_cast<std::size_t>(i)]));
-      ms.push_back(e);
+      ms.push_back(e / static_cast<float>(per_event));
     }
     done += batch;
   }
@@ -412,96 +434,6 @@ std::vector<std::pair<std::string, double>> victim::per_kernel_ms(int passes) {
       it->second += t[t.size() / 2];
   }
   return out;
-}
-
-namespace {
-
-void raw_gemms() {
-  constexpr int n = 8192;
-  constexpr std::size_t elements = std::size_t{n} * n;
-  void* m[3] = {};
-  for (void*& p : m) COOLBENCH_CUDA_CALL(cudaMalloc(&p, elements * sizeof(__nv_bfloat16)));
-  fill<__nv_bfloat16>(m[0], elements, 9001, 1.0f, nullptr);
-  fill<__nv_bfloat16>(m[1], elements, 9002, 1.0f, nullptr);
-  cublasHandle_t handle = nullptr;
-  COOLBENCH_CUBLAS_CALL(cublasCreate(&handle));
-  const float one = 1.0f;
-  const float zero = 0.0f;
-  for (int i = 0; i < 3; ++i) {
-    COOLBENCH_CUBLAS_CALL(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, m[0],
-                                       CUDA_R_16BF, n, m[1], CUDA_R_16BF, n, &zero, m[2],
-                                       CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  }
-  COOLBENCH_CUDA_CALL(cudaDeviceSynchronize());
-  COOLBENCH_CUBLAS_CALL(cublasDestroy(handle));
-  for (void* p : m) COOLBENCH_CUDA_CALL(cudaFree(p));
-}
-
-}  // namespace
-
-void disturb_with_gemms(dev::lease& lease, disturb_stream where) {
-  if (where == disturb_stream::raw) {
-    raw_gemms();
-    return;
-  }
-  constexpr int n = 8192;
-  constexpr std::size_t elements = std::size_t{n} * n;
-  cudaStream_t stream = where == disturb_stream::lease ? lease.stream() : nullptr;
-  const auto a = lease.allocate(elements * sizeof(__nv_bfloat16));
-  const auto b = lease.allocate(elements * sizeof(__nv_bfloat16));
-  const auto c = lease.allocate(elements * sizeof(__nv_bfloat16));
-  const auto work = lease.allocate(workspace_bytes);
-  fill<__nv_bfloat16>(a.get(), elements, 9001, 1.0f, stream);
-  fill<__nv_bfloat16>(b.get(), elements, 9002, 1.0f, stream);
-  cublasHandle_t handle = nullptr;
-  COOLBENCH_CUBLAS_CALL(cublasCreate(&handle));
-  const auto owner =
-      lease.adopt(dev::resource_kind::blas_handle, [handle] { cublasDestroy(handle); });
-  COOLBENCH_CUBLAS_CALL(cublasSetStream(handle, stream));
-  COOLBENCH_CUBLAS_CALL(cublasSetWorkspace(handle, work.get(), workspace_bytes));
-  const float one = 1.0f;
-  const float zero = 0.0f;
-  for (int i = 0; i < 3; ++i) {
-    COOLBENCH_CUBLAS_CALL(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.get(),
-                                       CUDA_R_16BF, n, b.get(), CUDA_R_16BF, n, &zero, c.get(),
-                                       CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  }
-  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(stream));
-}
-
-void disturb_with_shared_memory(dev::lease& lease, int kib, disturb_stream where) {
-  cudaStream_t stream = where == disturb_stream::lease ? lease.stream() : nullptr;
-  const int bytes = kib * 1024;
-  if (where == disturb_stream::raw) {
-    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(reinterpret_cast<const void*>(&shared_memory_kernel),
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    float* out = nullptr;
-    COOLBENCH_CUDA_CALL(cudaMalloc(&out, 4096));
-    shared_memory_kernel<<<sm_count(lease.ordinal()), 256, static_cast<std::size_t>(bytes)>>>(
-        out, bytes / 4);
-    COOLBENCH_CUDA_CALL(cudaGetLastError());
-    COOLBENCH_CUDA_CALL(cudaDeviceSynchronize());
-    COOLBENCH_CUDA_CALL(cudaFree(out));
-    return;
-  }
-  lease.set_kernel_attribute(reinterpret_cast<const void*>(&shared_memory_kernel),
-                             dev::kernel_attribute::max_dynamic_shared_memory_bytes, bytes);
-  const int sms = sm_count(lease.ordinal());
-  const auto out = lease.allocate(static_cast<std::size_t>(sms) * sizeof(float));
-  shared_memory_kernel<<<sms, 256, static_cast<std::size_t>(bytes), stream>>>(
-      static_cast<float*>(out.get()), bytes / 4);
-  COOLBENCH_CUDA_CALL(cudaGetLastError());
-  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(stream));
-}
-
-void run_max_l1_kernel(dev::lease& lease) {
-  COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(reinterpret_cast<const void*>(&max_l1_kernel),
-                                           cudaFuncAttributePreferredSharedMemoryCarveout, 0));
-  const int sms = sm_count(lease.ordinal());
-  const auto out = lease.allocate(static_cast<std::size_t>(sms) * 256 * sizeof(float));
-  max_l1_kernel<<<sms, 256, 0, lease.stream()>>>(static_cast<float*>(out.get()));
-  COOLBENCH_CUDA_CALL(cudaGetLastError());
-  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(lease.stream()));
 }
 
 }  // namespace order_effect

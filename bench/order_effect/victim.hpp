@@ -35,15 +35,34 @@ enum class blas_workspace { lease, none, library };
 /// stream (the reference program's).
 enum class victim_stream { lease, blocking };
 
+/// Where the victim's own form differs from the reference program's, which slows by 9 %
+/// when this one does not (docs/perf/hidden-state.md, "Bisecting the victim"). Each knob
+/// moves one difference to the reference's side; all four set is the reference's form.
+struct victim_form {
+  /// The graph starts with a device-to-device copy of its input, so every replay computes
+  /// the same data (the reference has no copy: its activations carry over between replays).
+  bool input_copy = true;
+  /// Weights and inputs uniform in [-0.5, 0.5) unscaled, as the reference's (off: weights
+  /// scaled by sqrt(3/k), so each product keeps unit variance).
+  bool wide_data = false;
+  /// The reference's data flow: the row norms in place, the output projection reading qkv
+  /// as one contiguous [128, 768] (off: into a separate buffer, and every third column).
+  bool in_place = false;
+  /// Graph replays between two events: the reference times 10, this victim 1.
+  int launches_per_event = 1;
+};
+
 struct victim_config {
   gemm_compute compute = gemm_compute::fp16;
   carveout_hint carveout = carveout_hint::none;
   blas_workspace workspace = blas_workspace::lease;
   victim_stream stream = victim_stream::lease;
+  victim_form form;
 };
 [[nodiscard]] std::string describe(const victim_config& c);
-/// "fp16:none:blocking" -> GEMMs, workspace (lease, none or library), stream (lease or
-/// blocking); throws on anything else.
+/// "fp16:none:blocking[:FORM]" -> GEMMs, workspace (lease, none or library), stream (lease
+/// or blocking), and the form: `reference`, or knobs joined by '+' (`nocopy`, `wide`,
+/// `inplace`, `batch10`); throws on anything else.
 [[nodiscard]] victim_config parse_victim(const std::string& spec);
 [[nodiscard]] std::string to_spec(const victim_config& c);
 
@@ -67,7 +86,8 @@ class victim {
   victim& operator=(const victim&) = delete;
   ~victim();
 
-  /// Median ms of `replays` back-to-back graph replays after `warmups`.
+  /// Median ms of one graph replay over `replays` back-to-back replays after `warmups`;
+  /// the form's `launches_per_event` replays share each pair of events.
   [[nodiscard]] double median_ms(int warmups, int replays) const;
   /// Per-operation times of `passes` eager passes (events between every
   /// operation): each label's summed median, in ms.
