@@ -2,11 +2,12 @@
 // the block and the per-thread tiling each launch takes for a problem's
 // sizes. Plain host code (no CUDA headers), so the choices and their
 // bounds are unit-tested on the CPU (tests/engine/launch_shapes_test.cpp);
-// the kernels (fused_layer_norm.cu) launch what these return.
+// the kernels (fused_layer_norm.cu, attention.cu) launch what these return.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <string_view>
 
 namespace coolbench::engine::cuda {
 
@@ -49,6 +50,62 @@ inline layer_norm_launch plan_layer_norm(int element, std::int64_t rows, std::in
   const std::int64_t lanes = (n / l.vec + 31) / 32 * 32;
   l.threads = static_cast<int>(std::min<std::int64_t>(lanes, k_layer_norm_block_threads));
   l.blocks = rows;
+  return l;
+}
+
+/// coolbench.Attention's kernels (attention.cu, attention_mma.cu).
+enum class attention_kernel {
+  decode_split,    // sq == 1: chunks of keys over blocks, then a merge kernel
+  fma_rows32,      // float32 FMA: 32 query rows a block, 4 threads a row
+  mma_rows64,      // tensor cores: 64 query rows a block, the warps share each key tile
+  mma_split_keys,  // tensor cores: 16 query rows a block, the warps split the keys
+};
+
+struct attention_launch {
+  attention_kernel kernel = attention_kernel::fma_rows32;
+  std::int64_t blocks_x = 0;  // batch x heads
+  std::int64_t blocks_y = 0;  // query tiles, or decode's chunks of keys
+  std::int64_t chunk = 0;     // decode: keys a block
+};
+
+inline constexpr std::int64_t k_attention_max_chunk = 256;
+
+/// Keys per decode block: enough blocks to fill the GPU twice over (132 SMs
+/// on an H200), at least 32 keys each.
+inline std::int64_t attention_decode_chunk(std::int64_t batch_heads, std::int64_t sk) {
+  std::int64_t chunk = k_attention_max_chunk;
+  while (chunk > 32 && batch_heads * ((sk + chunk - 1) / chunk) < 264) chunk /= 2;
+  return chunk;
+}
+
+/// The kernel and grid of an attention over batch x heads (batch_heads) of
+/// sq queries and sk > 0 keys. `tensor_cores`: 16-bit on sm_90. `sms`: the
+/// GPU's multiprocessors. `forced`: "" picks; "fma", "mma" (64-row tiles)
+/// or "split_keys" take that kernel wherever it runs (decode always splits).
+/// By default the tensor cores take 64-row tiles unless that makes fewer
+/// blocks than SMs: then 16-row blocks that split the keys (4 times the
+/// blocks, each walking a quarter of the key tiles).
+inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq, std::int64_t sk,
+                                       bool tensor_cores, int sms, std::string_view forced) {
+  attention_launch l;
+  l.blocks_x = batch_heads;
+  const auto tiles = [&](std::int64_t rows) { return (sq + rows - 1) / rows; };
+  if (sq == 1) {
+    l.kernel = attention_kernel::decode_split;
+    l.chunk = attention_decode_chunk(batch_heads, sk);
+    l.blocks_y = (sk + l.chunk - 1) / l.chunk;
+    return l;
+  }
+  if (!tensor_cores || forced == "fma") {
+    l.kernel = attention_kernel::fma_rows32;
+    l.blocks_y = tiles(32);
+    return l;
+  }
+  const bool few = batch_heads * tiles(64) < sms;
+  const bool split = forced == "split_keys" || (forced != "mma" && few);
+  l.kernel =
+      split && tiles(16) <= 65535 ? attention_kernel::mma_split_keys : attention_kernel::mma_rows64;
+  l.blocks_y = tiles(l.kernel == attention_kernel::mma_split_keys ? 16 : 64);
   return l;
 }
 
