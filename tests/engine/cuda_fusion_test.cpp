@@ -321,9 +321,21 @@ TEST(cuda_fusion, layer_norm_kernel_on_any_alignment_and_width) {
 TEST(cuda_fusion, elementwise_programs_match_the_cpu) {
   if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run";
   for (const dtype type : k_floats) {
+    // c and the mask along the last dim (a row broadcast: two dims after
+    // merging, 32-bit index math).
     for (const shape_t& shape : std::vector<shape_t>{{1}, {3, 4, 10}, {2, 1, 3, 17}, {256, 4099}}) {
       check(elementwise_graph(type, shape), "elementwise",
             std::string(to_string(type)) + " " + to_string(shape));
+    }
+    // Every input of the output's shape (dense: offsets without division),
+    // a scalar, a column broadcast, a broadcast in the middle, and odd sizes.
+    const std::vector<std::pair<shape_t, shape_t>> sides = {
+        {{3, 4, 10}, {3, 4, 10}},    {{1, 1, 7}, {1, 1, 7}},   {{5, 33}, {1}},
+        {{5, 33}, {5, 1}},           {{4, 3, 17}, {4, 1, 17}}, {{2, 1, 3, 17}, {2, 1, 3, 17}},
+        {{1000, 1001}, {1000, 1001}}};
+    for (const auto& [shape, side] : sides) {
+      check(elementwise_graph(type, shape, side), "elementwise",
+            std::string(to_string(type)) + " " + to_string(shape) + " side " + to_string(side));
     }
     check(gemm_graph(type, {4, 8}, 8, "almost_gelu"), "elementwise",
           std::string(to_string(type)) + " GELU-like chain after a product");

@@ -2,8 +2,13 @@
 // on the CPU: which kernel a problem takes, the vector width, the registers
 // a lane holds and the grid, for the shapes of GPT-2, BERT and ViT and for
 // the edges (widths no multiple of the vector, misaligned pointers, the
-// widest row of the warp kernel).
+// widest row of the warp kernel); the attention kernels' choice and grids;
+// the elementwise program's merged dims, and its index math (the kernel's
+// own function, run here) against the offsets from the unmerged strides.
 #include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
 
 #include "engine/backends/cuda/launch_shapes.hpp"
 
@@ -141,6 +146,114 @@ TEST(launch_shapes, attention_decode_splits_the_keys_over_blocks) {
     l = plan_attention(2, 1, sk, false, k_h200_sms, "");
     EXPECT_GE(l.blocks_y * l.chunk, sk);
     EXPECT_LT((l.blocks_y - 1) * l.chunk, sk);
+  }
+}
+
+// An elementwise launch's operands: dense strides of the output's shape
+// broadcast from each operand's shape (aligned to the right, 1 where absent).
+struct ew_case {
+  std::vector<std::int64_t> shape;
+  std::int64_t strides[k_ew_max_inputs][k_max_rank] = {};
+  int operands = 0;
+
+  ew_case(std::vector<std::int64_t> out, const std::vector<std::vector<std::int64_t>>& inputs)
+      : shape(std::move(out)), operands(static_cast<int>(inputs.size())) {
+    for (int k = 0; k < operands; ++k) {
+      const auto& in = inputs[static_cast<std::size_t>(k)];
+      const std::size_t lead = shape.size() - in.size();
+      std::int64_t step = 1;
+      for (std::size_t d = in.size(); d-- > 0;) {
+        strides[k][lead + d] = in[d] == 1 ? 0 : step;
+        step *= in[d];
+      }
+    }
+  }
+  ew_layout plan() const {
+    return plan_elementwise(shape.data(), static_cast<int>(shape.size()), strides, operands);
+  }
+};
+
+TEST(launch_shapes, elementwise_merges_dense_operands_to_one_dim) {
+  const ew_layout l = ew_case({2, 1, 3, 17}, {{2, 1, 3, 17}, {2, 1, 3, 17}, {1}}).plan();
+  EXPECT_EQ(l.rank, 1);
+  EXPECT_EQ(l.shape[0], 102);
+  EXPECT_EQ(l.stride[0][0], 1);
+  EXPECT_EQ(l.stride[1][0], 1);
+  EXPECT_EQ(l.stride[2][0], 0);  // a scalar
+  EXPECT_TRUE(l.dense);
+  EXPECT_TRUE(l.narrow);
+  const ew_layout one = ew_case({1, 1}, {{1, 1}}).plan();
+  EXPECT_EQ(one.rank, 0);
+  EXPECT_EQ(one.count, 1);
+  EXPECT_TRUE(one.dense);
+}
+
+TEST(launch_shapes, elementwise_keeps_the_dims_a_broadcast_needs) {
+  // A row bias over [rows, n] (GPT-2's bias + GELU where the GEMM has no
+  // epilogue): 2 dims, strides n, 1 and 0, 1.
+  ew_layout l = ew_case({128, 3072}, {{128, 3072}, {3072}}).plan();
+  EXPECT_EQ(l.rank, 2);
+  EXPECT_FALSE(l.dense);
+  EXPECT_TRUE(l.narrow);
+  EXPECT_EQ(l.stride[0][0], 3072);
+  EXPECT_EQ(l.stride[1][0], 0);
+  // [4, 3, 17] with an input of [4, 1, 17]: 3 dims; leading 1s dropped.
+  l = ew_case({1, 4, 3, 17}, {{1, 4, 3, 17}, {4, 1, 17}}).plan();
+  EXPECT_EQ(l.rank, 3);
+  EXPECT_EQ(l.shape[0], 4);
+  // A column broadcast [5, 1] over [5, 33]: 2 dims.
+  EXPECT_EQ(ew_case({5, 33}, {{5, 33}, {5, 1}}).plan().rank, 2);
+}
+
+TEST(launch_shapes, elementwise_index_math_is_64_bit_past_2_to_the_31) {
+  EXPECT_FALSE(ew_case({65536, 32768}, {{65536, 32768}}).plan().narrow);  // 2^31 elements
+  EXPECT_TRUE(ew_case({65536, 32767}, {{65536, 32767}}).plan().narrow);
+  // An operand reaching past 2^31 elements though the output does not.
+  ew_case c({2, 2}, {{2, 2}});
+  c.strides[0][0] = std::int64_t{1} << 31;
+  EXPECT_FALSE(c.plan().narrow);
+}
+
+// The offsets of every element through the merged layout, in 32 and 64
+// bits, equal the sums of coordinates times the original strides.
+TEST(launch_shapes, elementwise_offsets_match_the_unmerged_strides) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> rank_of(1, 5), extent(1, 5), coin(0, 2);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<std::int64_t> shape(static_cast<std::size_t>(rank_of(rng)));
+    for (auto& d : shape) d = extent(rng);
+    std::vector<std::vector<std::int64_t>> inputs;
+    for (int k = 0; k < 3; ++k) {  // each dim kept, broadcast (1) or dropped from the left
+      std::vector<std::int64_t> in;
+      for (std::size_t d = static_cast<std::size_t>(coin(rng)) % shape.size(); d < shape.size();
+           ++d) {
+        in.push_back(coin(rng) == 0 ? 1 : shape[d]);
+      }
+      if (in.empty()) in.push_back(1);
+      inputs.push_back(in);
+    }
+    const ew_case c(shape, inputs);
+    const ew_layout l = c.plan();
+    ASSERT_LE(l.rank, static_cast<int>(shape.size()));
+    for (std::int64_t i = 0; i < l.count; ++i) {
+      std::int64_t want[k_ew_max_inputs] = {}, rest = i;
+      for (std::size_t d = shape.size(); d-- > 0;) {
+        for (int k = 0; k < c.operands; ++k) want[k] += rest % shape[d] * c.strides[k][d];
+        rest /= shape[d];
+      }
+      std::uint32_t narrow[k_ew_max_inputs];
+      std::int64_t wide[k_ew_max_inputs];
+      ew_offsets<std::uint32_t>(l.rank, l.shape, l.stride, static_cast<std::uint32_t>(i), narrow);
+      ew_offsets<std::int64_t>(l.rank, l.shape, l.stride, i, wide);
+      for (int k = 0; k < c.operands; ++k) {
+        ASSERT_EQ(wide[k], want[k]) << "trial " << trial << " element " << i << " operand " << k;
+        ASSERT_EQ(narrow[k], static_cast<std::uint32_t>(want[k])) << trial;
+        // The dense kernel's offsets: i or 0 by the one stride.
+        if (l.dense) {
+          ASSERT_EQ(l.rank == 1 && l.stride[k][0] != 0 ? i : 0, want[k]) << trial;
+        }
+      }
+    }
   }
 }
 

@@ -2,12 +2,16 @@
 // the block and the per-thread tiling each launch takes for a problem's
 // sizes. Plain host code (no CUDA headers), so the choices and their
 // bounds are unit-tested on the CPU (tests/engine/launch_shapes_test.cpp);
-// the kernels (fused_layer_norm.cu, attention.cu) launch what these return.
+// the kernels (fused_layer_norm.cu, attention.cu, fused_elementwise.cu)
+// launch what these return.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <string_view>
+
+#include "engine/backends/cuda/kernels.hpp"
+#include "engine/fusion/elementwise_program.hpp"
 
 namespace coolbench::engine::cuda {
 
@@ -107,6 +111,78 @@ inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq
       split && tiles(16) <= 65535 ? attention_kernel::mma_split_keys : attention_kernel::mma_rows64;
   l.blocks_y = tiles(l.kernel == attention_kernel::mma_split_keys ? 16 : 64);
   return l;
+}
+
+/// The iteration space of an elementwise program: the output's dims and
+/// each operand's element strides (0 where it is broadcast), with dims of 1
+/// dropped and neighbours merged wherever every operand steps through them
+/// as through one dim (a dense operand, a broadcast one, a row bias over a
+/// dense matrix: [rows, n] with strides n, 1 and 0, 1 stays 2 dims, the
+/// least any index math can do with it).
+struct ew_layout {
+  int rank = 0;
+  std::int64_t count = 1;
+  std::int64_t shape[k_max_rank] = {};
+  std::int64_t stride[k_ew_max_inputs][k_max_rank] = {};
+  /// At most one dim and every operand's stride 0 or 1: offset i or 0, no
+  /// division at all.
+  bool dense = false;
+  /// The count and every operand's farthest offset below 2^31: the index
+  /// math in 32 bits (a 64-bit division is a long subroutine on the GPU).
+  bool narrow = false;
+};
+
+inline ew_layout plan_elementwise(const std::int64_t* shape, int rank,
+                                  const std::int64_t (*strides)[k_max_rank], int operands) {
+  ew_layout l;
+  for (int d = 0; d < rank; ++d) l.count *= shape[d];
+  for (int d = 0; d < rank; ++d) {
+    if (shape[d] == 1) continue;  // any stride: offset 0 along it
+    const bool merges = l.rank > 0 && [&] {
+      for (int k = 0; k < operands; ++k) {
+        if (l.stride[k][l.rank - 1] != strides[k][d] * shape[d]) return false;
+      }
+      return true;
+    }();
+    if (merges) {
+      l.shape[l.rank - 1] *= shape[d];
+      for (int k = 0; k < operands; ++k) l.stride[k][l.rank - 1] = strides[k][d];
+      continue;
+    }
+    l.shape[l.rank] = shape[d];
+    for (int k = 0; k < operands; ++k) l.stride[k][l.rank] = strides[k][d];
+    ++l.rank;
+  }
+  l.dense = l.rank <= 1;
+  for (int k = 0; k < operands && l.rank == 1; ++k) {
+    l.dense = l.dense && (l.stride[k][0] == 0 || l.stride[k][0] == 1);
+  }
+  constexpr std::int64_t limit = std::int64_t{1} << 31;
+  l.narrow = l.count < limit;
+  for (int k = 0; k < operands; ++k) {
+    std::int64_t reach = 0;
+    for (int d = 0; d < l.rank; ++d) reach += (l.shape[d] - 1) * l.stride[k][d];
+    l.narrow = l.narrow && reach < limit;
+  }
+  return l;
+}
+
+/// Each operand's element offset for output element i of a layout's rank,
+/// shape and strides (the elementwise kernel's index math, in Index: 32 or
+/// 64 bits), innermost dim first.
+template <class Index>
+COOLBENCH_HOST_DEVICE inline void ew_offsets(int rank, const std::int64_t* shape,
+                                             const std::int64_t (*stride)[k_max_rank], Index i,
+                                             Index (&offset)[k_ew_max_inputs]) {
+  for (int k = 0; k < k_ew_max_inputs; ++k) offset[k] = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    const auto extent = static_cast<Index>(shape[d]);
+    const Index coordinate = i % extent;
+    i /= extent;
+    for (int k = 0; k < k_ew_max_inputs; ++k) {
+      offset[k] += coordinate * static_cast<Index>(stride[k][d]);
+    }
+  }
 }
 
 }  // namespace coolbench::engine::cuda
