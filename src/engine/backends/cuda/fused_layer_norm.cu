@@ -77,7 +77,9 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 // One warp per row: lane l holds the Vec-element groups l, l + 32, … of its
 // row (PerLane of them), so a warp's loads cover 32 · Vec contiguous
-// elements each step. Registers past the row's end hold 0 and are skipped.
+// elements each step. Registers past the row's end are skipped. Rows of up
+// to 32 registers a lane also load scale and bias with x, so the row waits
+// out the memory latency once, not again before its stores.
 template <class T, int Vec, int PerLane>
 __global__ void __launch_bounds__(k_layer_norm_warp_rows * 32)
     warp_layer_norm_kernel(const T* a, const T* b, const T* scale, const T* bias, T* y, T* sum,
@@ -86,12 +88,19 @@ __global__ void __launch_bounds__(k_layer_norm_warp_rows * 32)
   if (row >= rows) return;  // the whole warp leaves together: the shuffles stay full
   const int lane = static_cast<int>(threadIdx.x % 32);
   const std::int64_t base = row * n;
+  constexpr bool early = PerLane * Vec <= 32;  // scale and bias loaded with x
+  constexpr int held = early ? PerLane : 1;
   float x[PerLane][Vec];
+  pack<T, Vec> scales[held], biases[held];
   float total = 0;
 #pragma unroll
   for (int t = 0; t < PerLane; ++t) {
     const int j = (lane + 32 * t) * Vec;
     if (j < n) {
+      if constexpr (early) {
+        scales[t] = *reinterpret_cast<const pack<T, Vec>*>(scale + j);
+        if (bias != nullptr) biases[t] = *reinterpret_cast<const pack<T, Vec>*>(bias + j);
+      }
       input_at<T, Vec>(a, b, base + j, x[t]);
       if (sum != nullptr) store_row<T, Vec>(sum + base + j, x[t]);
 #pragma unroll
@@ -113,8 +122,16 @@ __global__ void __launch_bounds__(k_layer_norm_warp_rows * 32)
     const int j = (lane + 32 * t) * Vec;
     if (j < n) {
       float s[Vec], o[Vec] = {};
-      load_row<T, Vec>(scale + j, s);
-      if (bias != nullptr) load_row<T, Vec>(bias + j, o);
+      if constexpr (early) {
+#pragma unroll
+        for (int k = 0; k < Vec; ++k) {
+          s[k] = load(scales[t].v, k);
+          if (bias != nullptr) o[k] = load(biases[t].v, k);
+        }
+      } else {
+        load_row<T, Vec>(scale + j, s);
+        if (bias != nullptr) load_row<T, Vec>(bias + j, o);
+      }
 #pragma unroll
       for (int k = 0; k < Vec; ++k) x[t][k] = (x[t][k] - mean) * inv_std * s[k] + o[k];
       store_row<T, Vec>(y + base + j, x[t]);
