@@ -4,12 +4,16 @@
 // the edges (widths no multiple of the vector, misaligned pointers, the
 // widest row of the warp kernel); the attention kernels' choice and grids;
 // the elementwise program's merged dims, and its index math (the kernel's
-// own function, run here) against the offsets from the unmerged strides.
+// own function, run here) against the offsets from the unmerged strides;
+// the split-keys attention's merge of partial rows against a direct softmax.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
+#include "engine/backends/cuda/attention_merge.hpp"
 #include "engine/backends/cuda/launch_shapes.hpp"
 
 namespace coolbench::engine::cuda {
@@ -254,6 +258,86 @@ TEST(launch_shapes, elementwise_offsets_match_the_unmerged_strides) {
         }
       }
     }
+  }
+}
+
+// One part of a row as the kernels' online softmax leaves it after its
+// tiles of keys (8 keys a tile here): the running maximum, the sum and the
+// output rescaled at each tile, a tile's base 0 while every score is -inf.
+struct part_state {
+  float peak = -std::numeric_limits<float>::infinity(), total = 0, acc = 0;
+};
+
+part_state online(const std::vector<float>& s, const std::vector<float>& v, std::size_t from,
+                  std::size_t to) {
+  part_state p;
+  for (std::size_t t0 = from; t0 < to; t0 += 8) {
+    const std::size_t t1 = std::min(to, t0 + 8);
+    float tile_peak = -std::numeric_limits<float>::infinity();
+    for (std::size_t j = t0; j < t1; ++j) tile_peak = std::max(tile_peak, s[j]);
+    const float next = std::max(p.peak, tile_peak);
+    const float base = std::isinf(next) && next < 0 ? 0.0F : next;
+    const float rescale = std::exp(p.peak - base);
+    float tile_total = 0, tile_acc = 0;
+    for (std::size_t j = t0; j < t1; ++j) {
+      tile_total += std::exp(s[j] - base);
+      tile_acc += std::exp(s[j] - base) * v[j];
+    }
+    p.total = p.total * rescale + tile_total;
+    p.acc = p.acc * rescale + tile_acc;
+    p.peak = next;
+  }
+  return p;
+}
+
+// Rows of 0 to 64 keys split over 4 parts as split_keys_kernel splits them
+// (tiles w, w + 4, ... of 8 keys here), scores with whole parts hidden (-inf)
+// and whole rows hidden: the merge equals softmax(s) v, and a hidden row
+// sums to 0 (finish() then makes it NaN or 0, as the unfused graph does).
+TEST(launch_shapes, attention_merges_split_keys_like_one_softmax) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0, 3);
+  std::uniform_int_distribution<int> keys_of(0, 64), hide(0, 5);
+  for (int trial = 0; trial < 500; ++trial) {
+    const auto keys = static_cast<std::size_t>(keys_of(rng));
+    const int hidden = hide(rng);  // 0: none; 1: the first half; 2: all; else some
+    std::vector<float> s(keys), v(keys);
+    for (std::size_t j = 0; j < keys; ++j) {
+      s[j] = normal(rng), v[j] = normal(rng);
+      if ((hidden == 1 && j < keys / 2) || hidden == 2 || (hidden > 2 && rng() % 3 == 0)) {
+        s[j] = -inf;
+      }
+    }
+    float peaks[4], totals[4], accs[4];
+    for (std::size_t w = 0; w < 4; ++w) {
+      part_state p;
+      for (std::size_t t0 = w * 8; t0 < keys; t0 += 32) {  // this part's tiles, in turn
+        const part_state tile = online(s, v, t0, std::min(keys, t0 + 8));
+        const float next = std::max(p.peak, tile.peak);
+        const float base = std::isinf(next) && next < 0 ? 0.0F : next;
+        const float tile_base = std::isinf(tile.peak) && tile.peak < 0 ? 0.0F : tile.peak;
+        p.total = p.total * std::exp(p.peak - base) + tile.total * std::exp(tile_base - base);
+        p.acc = p.acc * std::exp(p.peak - base) + tile.acc * std::exp(tile_base - base);
+        p.peak = next;
+      }
+      peaks[w] = p.peak, totals[w] = p.total, accs[w] = p.acc;
+    }
+    const merged_row m =
+        merge_parts<4>(peaks, totals, 1, accs, 1, [](float x) { return std::exp(x); });
+    double peak = -inf, total = 0, acc = 0;
+    for (const float x : s) peak = std::max(peak, static_cast<double>(x));
+    for (std::size_t j = 0; j < keys; ++j) {
+      if (std::isinf(s[j])) continue;
+      total += std::exp(s[j] - peak);
+      acc += std::exp(s[j] - peak) * v[j];
+    }
+    if (total == 0) {
+      EXPECT_EQ(m.total, 0.0F) << trial;  // a hidden row (or no keys)
+      EXPECT_EQ(m.acc, 0.0F) << trial;
+      continue;
+    }
+    EXPECT_NEAR(m.acc / m.total, acc / total, 1e-5 * (1 + std::abs(acc / total))) << trial;
   }
 }
 

@@ -16,6 +16,7 @@
 // Every tile is copied by cp.async, the query rows together with the first
 // keys, so a block waits for memory once per tile and not once per operand.
 #include "engine/backends/cuda/attention_common.cuh"
+#include "engine/backends/cuda/attention_merge.hpp"
 #include "engine/backends/cuda/attention_mma.cuh"
 
 namespace coolbench::engine::cuda {
@@ -175,19 +176,11 @@ __device__ __forceinline__ void merge_and_store(const float* part, const attenti
     const int row = e / Dim, col = e % Dim;
     const std::int64_t i = at.m0 + row;
     if (i >= p.sq || col >= p.head_dim) continue;
-    float peak = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < mma::k_warps; ++w) peak = fmaxf(peak, peaks[w * mma::k_split_rows + row]);
-    const float base = peak == -INFINITY ? 0.0F : peak;
-    float total = 0, acc = 0;
-#pragma unroll
-    for (int w = 0; w < mma::k_warps; ++w) {
-      const float weight = __expf(peaks[w * mma::k_split_rows + row] - base);
-      total += totals[w * mma::k_split_rows + row] * weight;
-      acc += part[(w * mma::k_split_rows + row) * Dim + col] * weight;
-    }
+    const merged_row m = merge_parts<mma::k_warps>(peaks + row, totals + row, mma::k_split_rows,
+                                                   part + row * Dim + col, mma::k_split_rows * Dim,
+                                                   [](float x) { return __expf(x); });
     out[at.b * p.out_stride[0] + at.h * p.out_stride[1] + i * p.out_stride[2] + col] =
-        narrow<T>(finish(acc, total, p.zero_empty_rows));
+        narrow<T>(finish(m.acc, m.total, p.zero_empty_rows));
   }
 }
 
