@@ -5,8 +5,10 @@
 // over 50 runs after 5 warm-up runs on random data. Prints one markdown row
 // per configuration: milliseconds, speed-up, and the fused kernel's FLOP/s
 // (4·B·H·Sq·Sk·D, halved for causal prefill) and bytes/s (q, k, v, out,
-// mask once each), and the fused node again on the float32 FMA kernel
-// (COOLBENCH_ATTENTION_KERNEL=fma) where the tensor-core one runs.
+// mask once each), and the fused node again on each kernel forced
+// (COOLBENCH_ATTENTION_KERNEL=fma, mma, split_keys: the float32 FMA kernel,
+// the tensor-core kernels with 64-row tiles and with split keys; "-" where
+// the kernel does not run, float32 and decode).
 //
 //   build/bench/attention_bench [RUNS]
 #include <cuda_runtime_api.h>
@@ -111,9 +113,13 @@ std::vector<config> configs() {
     attention_spec bert = gpt2(32, 128, 128);
     bert.mask = mask_kind::bias, bert.split_scale = true;
     list.push_back({"bert b32 s128 padding bias", bert});
+    bert.batch = 1;
+    list.push_back({"bert b1 s128 padding bias", bert});
     attention_spec vit = gpt2(32, 197, 197);
     vit.mask = mask_kind::none;
     list.push_back({"vit b32 s197", vit});
+    vit.batch = 1;
+    list.push_back({"vit b1 s197", vit});
     attention_spec wide = gpt2(1, 512, 512);
     wide.head_dim = 128;
     list.push_back({"d128 b1 s512 causal", wide});
@@ -132,10 +138,9 @@ int main(int argc, char** argv) {
   const auto gpu = make_backend("cuda:0");
   std::printf("%s, %d runs after 5 warm-up runs\n\n", gpu->describe().c_str(), runs);
   std::printf(
-      "| config | dtype | unfused ms | fused ms | speed-up | fused TFLOP/s | fused GB/s | fused "
-      "FMA "
-      "kernel ms |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+      "| config | dtype | unfused ms | fused ms | speed-up | fused TFLOP/s | fused GB/s | fma ms "
+      "| mma ms | split_keys ms |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& c : configs()) {
     const attention_spec& s = c.spec;
     const graph unfused = attention_graph(s);
@@ -148,9 +153,19 @@ int main(int argc, char** argv) {
     }
     const double before = time_graph(unfused, *gpu, runs);
     const double after = time_graph(fused, *gpu, runs);
-    // The float32 FMA kernel on the same 16-bit data (float32 always takes it).
-    ::setenv("COOLBENCH_ATTENTION_KERNEL", "fma", 1);
-    const double fma = time_graph(fused, *gpu, runs);
+    // Each kernel forced on the same data (float32 and decode take one only).
+    std::string forced[3];
+    for (int k = 0; k < 3; ++k) {
+      const char* kernel = k == 0 ? "fma" : k == 1 ? "mma" : "split_keys";
+      if ((k > 0 && s.type == dtype::float32) || s.sq == 1) {
+        forced[k] = "-";
+        continue;
+      }
+      ::setenv("COOLBENCH_ATTENTION_KERNEL", kernel, 1);
+      char figure[32];
+      std::snprintf(figure, sizeof figure, "%.4f", time_graph(fused, *gpu, runs));
+      forced[k] = figure;
+    }
     ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
     const bool causal_prefill = s.mask == mask_kind::causal_where && s.sq > 1;
     const double flops = 4.0 * static_cast<double>(s.batch * s.heads * s.sq * s.sk * s.head_dim) *
@@ -158,9 +173,10 @@ int main(int argc, char** argv) {
     const double elements =
         static_cast<double>(s.batch * s.heads * s.head_dim * (2 * s.sq + 2 * s.sk));
     const double bytes = elements * static_cast<double>(size_of(s.type));
-    std::printf("| %s | %s | %.4f | %.4f | %.2fx | %.2f | %.0f | %.4f |\n", c.name,
+    std::printf("| %s | %s | %.4f | %.4f | %.2fx | %.2f | %.0f | %s | %s | %s |\n", c.name,
                 std::string(to_string(s.type)).c_str(), before, after, before / after,
-                flops / after / 1e9, bytes / after / 1e6, fma);
+                flops / after / 1e9, bytes / after / 1e6, forced[0].c_str(), forced[1].c_str(),
+                forced[2].c_str());
   }
   return 0;
 }

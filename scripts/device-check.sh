@@ -3,7 +3,8 @@
 # run every test (the gpu-labelled ones included), compute-sanitizer over the
 # release cycles, the commands and the benchmarks; logs go under $OUT.
 #   scripts/device-check.sh [STEPS...]   steps: tests sanitizer engine-sanitizer commands
-#                                         release-check release-bench telemetry-bench
+#                                         release-check release-bench kernels-sanitizer
+#                                         kernels-bench telemetry-bench
 #                                         thermal-latency thermal-power contexts foreign
 #                                         models engine-vs-torch (default: the first six)
 # COOLBENCH_BUILD_TARGETS (space-separated) builds only those targets, for a short call.
@@ -103,6 +104,32 @@ if want engine-sanitizer && [[ -x build/tests/engine/cuda_parity_test ]]; then
     done
   done
   grep -E "RACECHECK SUMMARY|ERROR SUMMARY|LEAK SUMMARY" "$log" | tail -8
+fi
+if want kernels-sanitizer && [[ -x build/tests/engine/cuda_attention_test ]]; then
+  # The fused kernels' own tests: LayerNorm (warp and block kernels, any
+  # alignment), elementwise programs, and every attention kernel forced
+  # (shared-memory races: the tiles, the split-keys blocks' merge).
+  for tool in memcheck racecheck; do
+    for run in "cuda_fusion_test:*layer_norm*:*elementwise*" \
+               "cuda_attention_test:*kernels_match*:*views*"; do
+      t=${run%%:*}
+      echo "== compute-sanitizer $tool over $t" | tee -a "$log"
+      compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        "build/tests/engine/$t" --gtest_filter="${run#*:}" >>"$log" 2>&1
+      echo "compute-sanitizer $tool $t exit code $?" | tee -a "$log"
+    done
+  done
+  grep -E "RACECHECK SUMMARY|ERROR SUMMARY" "$log" | tail -4
+fi
+if want kernels-bench; then
+  # Where the time goes after the kernel changes: GPT-2 node by node, the
+  # attention kernels forced one by one, and the protocol figure.
+  {
+    build/bin/coolbench nodes --top 10; echo "rc=$?"
+    build/bench/attention_bench; echo "rc=$?"
+    build/bin/coolbench run; echo "rc=$?"
+  } >"$out/kernels-bench.txt" 2>&1
+  tail -40 "$out/kernels-bench.txt"
 fi
 if want foreign; then
   # The foreign-state check against CuPy and PyTorch, with its evidence

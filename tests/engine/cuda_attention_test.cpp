@@ -1,8 +1,11 @@
 // coolbench.Attention on the GPU against the CPU backend running the
 // unfused subgraph (seeded random q, k, v; float32, float16, bfloat16;
 // causal and bias masks; 1 to 1024 queries, a past of 0 or 128 keys; head
-// dims 64 and 128; every allocation poisoned), and whole models fused on
-// cuda:0 against the CPU. Needs a GPU (ctest label gpu); skips without one.
+// dims 64 and 128, and 36, 40 and 80 below them; every allocation
+// poisoned), each case on every kernel that can take it (the FMA kernel,
+// and for 16-bit the tensor-core kernels with 64-row tiles and with split
+// keys), and whole models fused on cuda:0 against the CPU. Needs a GPU
+// (ctest label gpu); skips without one.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -115,13 +118,17 @@ void expect_close(const tensor& got, const tensor& want, const std::string& what
   EXPECT_EQ(bad, 0U) << what << ": max |difference| " << worst;
 }
 
-// "fma" forces the float32 FMA kernel for every dtype; "default" lets the
-// backend pick (tensor cores for 16-bit on sm_90).
+// "fma" forces the float32 FMA kernel for every dtype, "mma" the
+// tensor-core kernel with 64-row tiles, "split_keys" the one with 16-row
+// blocks whose warps split the keys (both 16-bit, sm_90); "default" lets the
+// backend pick (launch_shapes.hpp).
+const char* const k_kernels[] = {"default", "fma", "mma", "split_keys"};
+
 void select_kernel(const std::string& kernel) {
-  if (kernel == "fma") {
-    ::setenv("COOLBENCH_ATTENTION_KERNEL", "fma", 1);
-  } else {
+  if (kernel == "default") {
     ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
+  } else {
+    ::setenv("COOLBENCH_ATTENTION_KERNEL", kernel.c_str(), 1);
   }
 }
 
@@ -164,7 +171,7 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
   auto& gpu = dynamic_cast<cuda::cuda_backend&>(*gpu_backend);
   gpu.poison_allocations(true);
   std::vector<kernel_case> cases;
-  for (const std::int64_t sq : {1, 7, 128, 1024}) {
+  for (const std::int64_t sq : {1, 7, 128, 197, 1024}) {
     for (const std::int64_t past : {0, 128}) {
       for (const std::int64_t head_dim : {64, 128}) {
         for (const auto mask :
@@ -175,13 +182,20 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
       }
     }
   }
-  cases.push_back({5, 0, 40, mask_kind::causal_where, true});  // a head_dim below 64, a mask input
-  // float16 and bfloat16 on the tensor-core kernel (sm_90), then again on
-  // the FMA kernel every dtype can take.
-  for (const char* kernel : {"default", "fma"}) {
+  // Head dims below the kernels' 64 and 128 (columns zero-filled; 36 is no
+  // whole number of 16-byte pieces: one element a load), a mask input.
+  cases.push_back({5, 0, 40, mask_kind::causal_where, true});
+  cases.push_back({197, 0, 40, mask_kind::none, false});
+  cases.push_back({128, 0, 80, mask_kind::causal_where, false});
+  cases.push_back({7, 128, 80, mask_kind::bias, false});
+  cases.push_back({33, 0, 36, mask_kind::causal_add, true});
+  cases.push_back({1, 128, 40, mask_kind::none, false});
+  // float16 and bfloat16 on the kernel the backend picks, then on each
+  // kernel forced; float32 always takes the FMA kernel.
+  for (const char* kernel : k_kernels) {
     select_kernel(kernel);
     for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
-      if (type == dtype::float32 && std::string(kernel) == "fma") continue;  // fma already
+      if (type == dtype::float32 && std::string(kernel) != "default") continue;  // fma already
       for (const auto& c : cases) {
         attention_spec s;
         s.type = type, s.sq = c.sq, s.sk = c.sq + c.past, s.head_dim = c.head_dim;
@@ -214,7 +228,9 @@ TEST(cuda_attention, many_batches_and_heads) {
 
 // The views form (the attention_layout pass): q, k and v read in place from
 // one [B, S, 3·H·D] projection, the output written as [B, S, H·D]; 16-byte
-// rows (head_dim 64, 128) and others (40, an odd head count), every kernel.
+// rows (head_dim 64, 128), rows of whole 16-byte pieces below them (40, 80)
+// and rows that are not (36: heads at 72-byte steps, one element a load),
+// an odd head count, every kernel.
 TEST(cuda_attention, views_of_a_qkv_projection_match_the_cpu) {
   REQUIRE_GPU();
   const auto cpu = make_backend("cpu");
@@ -224,8 +240,9 @@ TEST(cuda_attention, views_of_a_qkv_projection_match_the_cpu) {
   struct shape_case {
     std::int64_t sq, heads, head_dim;
   };
-  const shape_case shapes[] = {{1, 3, 64}, {7, 3, 40}, {128, 12, 64}, {200, 2, 128}};
-  for (const char* kernel : {"default", "fma"}) {
+  const shape_case shapes[] = {{1, 3, 64},    {7, 3, 40},  {128, 12, 64}, {197, 12, 64},
+                               {200, 2, 128}, {33, 3, 80}, {33, 3, 36}};
+  for (const char* kernel : k_kernels) {
     select_kernel(kernel);
     for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
       for (const auto& c : shapes) {

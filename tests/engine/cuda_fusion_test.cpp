@@ -18,6 +18,7 @@
 #include "coolbench/core/error.hpp"
 #include "coolbench/device.hpp"
 #include "engine/backends/cuda/backend.hpp"
+#include "engine/backends/cuda/fused_kernels.hpp"
 #include "engine/backends/registry.hpp"
 #include "engine/fusion_cases.hpp"
 
@@ -218,9 +219,11 @@ TEST(cuda_fusion, gemm_epilogues_match_the_cpu) {
 
 TEST(cuda_fusion, layer_norms_match_the_cpu) {
   if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run";
-  // One row; a width no multiple of 8 (scalar loads); a wide one; rows
-  // wider than the shared-memory cache (11264); many rows.
-  const std::vector<shape_t> shapes = {{1, 1, 8}, {3, 7}, {2, 5, 768}, {2, 20000}, {1024, 1024}};
+  // One row; a width no multiple of 8 (scalar loads); GPT-2's; 772 (float16
+  // and bfloat16 one element a load, float32 4); the warp kernel's widest
+  // row (2048); rows wider than the shared-memory cache (11264); many rows.
+  const std::vector<shape_t> shapes = {{1, 1, 8}, {3, 7},     {2, 5, 768}, {9, 772},
+                                       {3, 2048}, {2, 20000}, {1024, 1024}};
   for (const dtype type : k_floats) {
     for (const auto& shape : shapes) {
       for (const bool decomposed : {false, true}) {
@@ -235,12 +238,104 @@ TEST(cuda_fusion, layer_norms_match_the_cpu) {
   }
 }
 
+// launch_fused_layer_norm straight on device buffers, every pointer `skew`
+// elements past a 16-byte boundary (1: one-element loads; 0: 16-byte loads
+// where the width allows), against float64 statistics of the same inputs;
+// the sum must be the rounded a + b exactly, and nothing before or after
+// the rows may be written (the buffers are poisoned: NaN stays NaN).
+void check_layer_norm_kernel(dtype type, std::int64_t rows, std::int64_t n, std::int64_t skew) {
+  const std::string label = std::string(to_string(type)) + " " + std::to_string(rows) + " x " +
+                            std::to_string(n) + " skew " + std::to_string(skew);
+  SCOPED_TRACE(label);
+  const auto backend = poisoned_cuda();
+  auto& cuda = dynamic_cast<cuda::cuda_backend&>(*backend);
+  const std::int64_t size = rows * n + skew + 8;  // room on both sides
+  const tensor a = random_tensor(type, {size}, 31), b = random_tensor(type, {size}, 32);
+  const tensor scale = random_tensor(type, {n + skew}, 33),
+               bias = random_tensor(type, {n + skew}, 34);
+  const tensor da = cuda.copy_in(a), db = cuda.copy_in(b), ds = cuda.copy_in(scale),
+               dbias = cuda.copy_in(bias);
+  const tensor dy = cuda.allocate(type, {size}), dsum = cuda.allocate(type, {size});
+  const std::size_t bytes = static_cast<std::size_t>(skew) * size_of(type);
+  const auto at = [&](const tensor& t) { return static_cast<char*>(t.device_data()) + bytes; };
+  cuda::launch_fused_layer_norm(type, at(da), at(db), at(ds), at(dbias), at(dy), at(dsum), rows, n,
+                                1e-5F, cuda.stream());
+  const tensor y = cuda.copy_out(dy), sum = cuda.copy_out(dsum);
+  cuda.synchronize();
+  cuda.end_run();
+  std::size_t bad = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::vector<double> x(static_cast<std::size_t>(n));
+    double mean = 0, var = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      const auto i = static_cast<std::size_t>(skew + r * n + j);
+      tensor rounded(type, {1});
+      set(rounded, 0, get(a, i) + get(b, i));
+      x[static_cast<std::size_t>(j)] = get(rounded, 0);
+      if (get(sum, i) != get(rounded, 0) && bad++ == 0) {
+        ADD_FAILURE() << label << " sum[" << r << ", " << j << "]: " << get(sum, i) << ", want "
+                      << get(rounded, 0);
+      }
+      mean += x[static_cast<std::size_t>(j)] / static_cast<double>(n);
+    }
+    for (const double v : x) var += (v - mean) * (v - mean) / static_cast<double>(n);
+    for (std::int64_t j = 0; j < n; ++j) {
+      const auto i = static_cast<std::size_t>(skew + r * n + j);
+      const auto c = static_cast<std::size_t>(skew + j);
+      const double want =
+          (x[static_cast<std::size_t>(j)] - mean) / std::sqrt(var + 1e-5) * get(scale, c) +
+          get(bias, c);
+      const double limit =
+          type == dtype::float32 ? 1e-4 + 1e-4 * std::abs(want) : 2 * step_of(type, want) + 1e-4;
+      if (!(std::abs(get(y, i) - want) <= limit) && bad++ == 0) {
+        ADD_FAILURE() << label << " y[" << r << ", " << j << "]: " << get(y, i) << ", want "
+                      << want;
+      }
+    }
+  }
+  for (std::int64_t i = 0; i < size; ++i) {
+    if (i >= skew && i < skew + rows * n) continue;
+    const auto k = static_cast<std::size_t>(i);
+    if ((!std::isnan(get(y, k)) || !std::isnan(get(sum, k))) && bad++ == 0) {
+      ADD_FAILURE() << label << ": element " << i << " outside the rows was written";
+    }
+  }
+  EXPECT_EQ(bad, 0U) << label;
+}
+
+TEST(cuda_fusion, layer_norm_kernel_on_any_alignment_and_width) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run";
+  // Widths: below a warp's loads, one register a lane, GPT-2's, no multiple
+  // of 8 (float16 loads one element; float32 still 4), the warp kernel's
+  // widest (2048), the block kernel's (2056, 3000); rows: one, and 5 (a
+  // block of 4 rows and one more).
+  for (const dtype type : k_floats) {
+    for (const std::int64_t n : {1, 7, 64, 200, 768, 772, 2048, 2056, 3000}) {
+      for (const std::int64_t rows : {1, 5}) {
+        for (const std::int64_t skew : {0, 1}) check_layer_norm_kernel(type, rows, n, skew);
+      }
+    }
+  }
+}
+
 TEST(cuda_fusion, elementwise_programs_match_the_cpu) {
   if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run";
   for (const dtype type : k_floats) {
+    // c and the mask along the last dim (a row broadcast: two dims after
+    // merging, 32-bit index math).
     for (const shape_t& shape : std::vector<shape_t>{{1}, {3, 4, 10}, {2, 1, 3, 17}, {256, 4099}}) {
       check(elementwise_graph(type, shape), "elementwise",
             std::string(to_string(type)) + " " + to_string(shape));
+    }
+    // Every input of the output's shape (dense: offsets without division),
+    // a scalar, a column broadcast, a broadcast in the middle, and odd sizes.
+    const std::vector<std::pair<shape_t, shape_t>> sides = {
+        {{3, 4, 10}, {3, 4, 10}},    {{1, 1, 7}, {1, 1, 7}},   {{5, 33}, {1}},
+        {{5, 33}, {5, 1}},           {{4, 3, 17}, {4, 1, 17}}, {{2, 1, 3, 17}, {2, 1, 3, 17}},
+        {{1000, 1001}, {1000, 1001}}};
+    for (const auto& [shape, side] : sides) {
+      check(elementwise_graph(type, shape, side), "elementwise",
+            std::string(to_string(type)) + " " + to_string(shape) + " side " + to_string(side));
     }
     check(gemm_graph(type, {4, 8}, 8, "almost_gelu"), "elementwise",
           std::string(to_string(type)) + " GELU-like chain after a product");

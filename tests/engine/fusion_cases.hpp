@@ -235,13 +235,13 @@ inline graph layer_norm_graph(dtype type, const shape_t& shape, bool decomposed,
 }
 
 /// An elementwise tree: y = Where(mask, tanh((x + c) * 0.5) - sqrt(|x|), -3)
-/// cast to `type`, over x [shape] (type), c [last dim] (broadcast) and a
-/// bool mask of [shape[-1]] (broadcast).
-inline graph elementwise_graph(dtype type, const shape_t& shape) {
+/// cast to `type`, over x [shape] (type), and c (type) and a bool mask of
+/// `side` (broadcast to shape; empty: [shape[-1]]).
+inline graph elementwise_graph(dtype type, const shape_t& shape, const shape_t& side = {}) {
   graph g;
   g.name = "elementwise";
   g.opset = 17;
-  const shape_t row{shape.back()};
+  const shape_t row = side.empty() ? shape_t{shape.back()} : side;
   g.inputs = {declared("x", type, shape), declared("c", type, row),
               declared("mask", dtype::boolean, row)};
   g.initializers["half"] = scalar(type, 0.5F);

@@ -7,6 +7,9 @@
 // tile and owns a quarter of the output row. With the causal flag the tiles
 // past a block's last visible key are never loaded.
 //
+// The tensor-core kernels for float16 and bfloat16 are in attention_mma.cu;
+// launch_shapes.hpp picks the kernel and grid.
+//
 // Decode (sq == 1): one row has too little work for a block per (batch,
 // head); split_kernel scores one chunk of keys per block and writes its
 // maximum, sum and unnormalised output row to scratch, and combine_kernel
@@ -14,9 +17,10 @@
 #include <cfloat>
 
 #include <cstdlib>
-#include <cstring>
+#include <string_view>
 
 #include "engine/backends/cuda/attention.hpp"
+#include "engine/backends/cuda/attention_common.cuh"
 #include "engine/backends/cuda/attention_mma.cuh"
 #include "engine/backends/cuda/common.cuh"
 
@@ -27,39 +31,7 @@ constexpr int k_rows = 32;      // query rows per block
 constexpr int k_keys = 32;      // keys per tile
 constexpr int k_threads = 128;  // 4 per row
 constexpr int k_per_thread = k_keys / 4;
-constexpr int k_max_chunk = 256;  // keys per split-K block
-
-// Bias, mask and causal flag applied to one raw score.
-template <class T>
-__device__ __forceinline__ float adjust(float x, const T* bias, const bool* mask,
-                                        const attention_plan& p, std::int64_t b, std::int64_t h,
-                                        std::int64_t i, std::int64_t j) {
-  if (bias != nullptr) {
-    x += load(bias, b * p.bias_stride[0] + h * p.bias_stride[1] + i * p.bias_stride[2] +
-                        j * p.bias_stride[3]);
-  }
-  if (mask != nullptr && mask[b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2] +
-                              j * p.mask_stride[3]] != p.mask_keeps) {
-    x = p.mask_value;
-  }
-  if (p.causal && j > i + p.sk - p.sq) x = -INFINITY;
-  return x;
-}
-
-__device__ __forceinline__ float finish(float acc, float total, bool zero_empty_rows) {
-  if (total > 0) return acc / total;
-  return zero_empty_rows ? 0.0F : __int_as_float(0x7fc00000);  // NaN, as Softmax of all -inf
-}
-
-// The 4 threads of a row are adjacent lanes.
-__device__ __forceinline__ float row_max(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffU, v, 1));
-  return fmaxf(v, __shfl_xor_sync(0xffffffffU, v, 2));
-}
-__device__ __forceinline__ float row_sum(float v) {
-  v += __shfl_xor_sync(0xffffffffU, v, 1);
-  return v + __shfl_xor_sync(0xffffffffU, v, 2);
-}
+constexpr int k_max_chunk = k_attention_max_chunk;  // keys per split-K block
 
 template <int Dim>
 constexpr std::size_t flash_shared_bytes() {
@@ -163,119 +135,6 @@ __global__ void __launch_bounds__(k_threads, 4)
   }
 }
 
-// The tensor-core variant of flash_kernel (attention_mma.cuh); 16-bit only.
-template <class T, int Dim>
-__global__ void __launch_bounds__(mma::k_threads, 2)
-    mma_flash_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
-                     attention_plan p) {
-  constexpr int keys = mma::keys_per_tile<Dim>, st = mma::stride<Dim>;
-  extern __shared__ __align__(16) unsigned char mma_shared[];
-  T* qs = reinterpret_cast<T*>(mma_shared);  // [64][st]
-  T* ks = qs + mma::k_rows * st;             // [keys][st]
-  T* vs = ks + keys * st;                    // [keys][st]
-  const std::int64_t bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads, d = p.head_dim;
-  const std::int64_t m0 = std::int64_t{blockIdx.y} * mma::k_rows;
-  const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1];
-  const T* vb = v + b * p.v_stride[0] + h * p.v_stride[1];
-  mma::load_tile<T, Dim, mma::k_rows>(qs, q + b * p.q_stride[0] + h * p.q_stride[1], m0, p.sq, d,
-                                      p.q_stride[2]);
-  __syncthreads();
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tig = lane % 4;
-  const int r0 = warp * 16 + g;  // this thread's rows: r0 and r0 + 8
-  std::uint32_t qa[Dim / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < Dim / 16; ++kk) {
-    const int col = kk * 16 + tig * 2;
-    qa[kk][0] = mma::pair(&qs[r0 * st + col]);
-    qa[kk][1] = mma::pair(&qs[(r0 + 8) * st + col]);
-    qa[kk][2] = mma::pair(&qs[r0 * st + col + 8]);
-    qa[kk][3] = mma::pair(&qs[(r0 + 8) * st + col + 8]);
-  }
-  const std::int64_t row_of[2] = {m0 + r0 < p.sq ? m0 + r0 : p.sq - 1,
-                                  m0 + r0 + 8 < p.sq ? m0 + r0 + 8 : p.sq - 1};
-  float peak[2] = {-INFINITY, -INFINITY}, total[2] = {0, 0};
-  float o[Dim / 8][4];
-#pragma unroll
-  for (int dt = 0; dt < Dim / 8; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0;
-  std::int64_t end = p.sk;
-  if (p.causal) {
-    const std::int64_t last = m0 + mma::k_rows - 1 + p.sk - p.sq;
-    end = last + 1 < end ? last + 1 : end;
-  }
-  for (std::int64_t n0 = 0; n0 < end; n0 += keys) {
-    __syncthreads();  // the previous tile's readers are done
-    mma::load_tile<T, Dim, keys>(ks, kb, n0, p.sk, d, p.k_stride[2]);
-    mma::load_tile<T, Dim, keys>(vs, vb, n0, p.sk, d, p.v_stride[2]);
-    __syncthreads();
-    float s[keys / 8][4];
-    float tile_peak[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int nt = 0; nt < keys / 8; ++nt) {
-      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0;
-#pragma unroll
-      for (int kk = 0; kk < Dim / 16; ++kk) {
-        const T* key = &ks[(nt * 8 + g) * st + kk * 16 + tig * 2];
-        mma::mma16816<T>(s[nt], qa[kk], mma::pair(key), mma::pair(key + 8));
-      }
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const std::int64_t j = n0 + nt * 8 + tig * 2 + e % 2;
-        const float x = s[nt][e] * p.scale;
-        s[nt][e] = j < p.sk ? adjust(x, bias, mask, p, b, h, row_of[e / 2], j) : -INFINITY;
-        tile_peak[e / 2] = fmaxf(tile_peak[e / 2], s[nt][e]);
-      }
-    }
-    float base[2], rescale[2], tile_total[2] = {0, 0};
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float next = fmaxf(peak[r], row_max(tile_peak[r]));
-      base[r] = next == -INFINITY ? 0.0F : next;
-      rescale[r] = __expf(peak[r] - base[r]);
-      peak[r] = next;
-    }
-#pragma unroll
-    for (int nt = 0; nt < keys / 8; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        s[nt][e] = __expf(s[nt][e] - base[e / 2]);
-        tile_total[e / 2] += s[nt][e];
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) total[r] = total[r] * rescale[r] + row_sum(tile_total[r]);
-#pragma unroll
-    for (int dt = 0; dt < Dim / 8; ++dt) {
-      o[dt][0] *= rescale[0], o[dt][1] *= rescale[0];
-      o[dt][2] *= rescale[1], o[dt][3] *= rescale[1];
-    }
-#pragma unroll
-    for (int kk = 0; kk < keys / 16; ++kk) {
-      const std::uint32_t pa[4] = {mma::pack<T>(s[2 * kk][0], s[2 * kk][1]),
-                                   mma::pack<T>(s[2 * kk][2], s[2 * kk][3]),
-                                   mma::pack<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                   mma::pack<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-      const T* vk = &vs[(kk * 16 + tig * 2) * st + g];
-#pragma unroll
-      for (int dt = 0; dt < Dim / 8; ++dt) {
-        const T* at = vk + dt * 8;
-        mma::mma16816<T>(o[dt], pa, mma::pair(at[0], at[st]), mma::pair(at[8 * st], at[9 * st]));
-      }
-    }
-  }
-#pragma unroll
-  for (int dt = 0; dt < Dim / 8; ++dt) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const std::int64_t i = m0 + r0 + 8 * (e / 2);
-      const std::int64_t col = dt * 8 + tig * 2 + e % 2;
-      if (i < p.sq && col < d) {
-        out[b * p.out_stride[0] + h * p.out_stride[1] + i * p.out_stride[2] + col] =
-            narrow<T>(finish(o[dt][e], total[e / 2], p.zero_empty_rows));
-      }
-    }
-  }
-}
-
 __device__ float block_max(float v, float* scratch) {
   for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffU, v, o));
   __syncthreads();
@@ -364,17 +223,6 @@ __global__ void __launch_bounds__(k_threads)
   }
 }
 
-// Keys per split-K block: enough blocks to fill the GPU twice over (132 SMs
-// on an H200), at least 32 keys each.
-std::int64_t split_chunk(const attention_plan& p) {
-  std::int64_t chunk = k_max_chunk;
-  const std::int64_t rows = p.batch * p.heads;
-  while (chunk > 32 && rows * ((p.sk + chunk - 1) / chunk) < 264) chunk /= 2;
-  return chunk;
-}
-
-bool use_split(const attention_plan& p) { return p.sq == 1 && p.sk > 0; }
-
 template <class T, int Dim>
 void launch_flash(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
                   const attention_plan& p, cudaStream_t stream) {
@@ -390,34 +238,26 @@ void launch_flash(const T* q, const T* k, const T* v, const T* bias, const bool*
   check_launch();
 }
 
-// The tensor-core kernel runs where its sm_90 code is (the PTX the project
-// also ships is for compute_75, without mma); COOLBENCH_ATTENTION_KERNEL=fma
-// picks the float32 FMA kernel instead, for comparisons.
-bool use_tensor_cores() {
-  const char* forced = std::getenv("COOLBENCH_ATTENTION_KERNEL");
-  if (forced != nullptr && std::strcmp(forced, "fma") == 0) return false;
-  int device = 0, major = 0;
+// The kernel for a plan: the tensor cores where their sm_90 code is (the
+// PTX the project also ships is for compute_75, without mma) and the dtype
+// is 16-bit; COOLBENCH_ATTENTION_KERNEL=fma, mma or split_keys forces one
+// (launch_shapes.hpp), for comparisons and tests.
+attention_launch choose(const attention_plan& p, bool sixteen_bits) {
+  const char* env = std::getenv("COOLBENCH_ATTENTION_KERNEL");
+  const std::string_view forced = env == nullptr ? "" : env;
+  int device = 0, major = 0, sms = 0;
   COOLBENCH_CUDA_CALL(cudaGetDevice(&device));
   COOLBENCH_CUDA_CALL(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  return major == 9;
-}
-
-template <class T, int Dim>
-void launch_mma_flash(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
-                      const attention_plan& p, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(p.batch * p.heads),
-                  static_cast<unsigned>((p.sq + mma::k_rows - 1) / mma::k_rows));
-  mma_flash_kernel<T, Dim>
-      <<<grid, mma::k_threads, mma::shared_bytes<Dim>, stream>>>(q, k, v, bias, mask, out, p);
-  check_launch();
+  COOLBENCH_CUDA_CALL(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return plan_attention(p.batch * p.heads, p.sq, p.sk, sixteen_bits && major == 9, sms, forced);
 }
 
 }  // namespace
 
 std::int64_t attention_scratch_floats(const attention_plan& plan) {
-  if (!use_split(plan)) return 0;
-  const std::int64_t chunks = (plan.sk + split_chunk(plan) - 1) / split_chunk(plan);
-  return plan.batch * plan.heads * chunks * (plan.head_dim + 2);
+  if (plan.sq != 1 || plan.sk == 0) return 0;
+  const std::int64_t chunk = attention_decode_chunk(plan.batch * plan.heads, plan.sk);
+  return plan.batch * plan.heads * ((plan.sk + chunk - 1) / chunk) * (plan.head_dim + 2);
 }
 
 void launch_attention(dtype type, const void* q, const void* k, const void* v, const void* bias,
@@ -430,6 +270,15 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
         "attention: at most 2^31-1 batch x heads, 2^21 queries and head_dim 128");
   }
   const cudaStream_t s = as_stream(stream);
+  if (plan.sk == 0) {  // softmax over no keys times no values: zeros, as MatMul gives
+    COOLBENCH_CUDA_CALL(cudaMemsetAsync(out, 0, rows * plan.sq * plan.head_dim * size_of(type), s));
+    return;
+  }
+  const attention_launch l = choose(plan, type != dtype::float32);
+  if (l.kernel == attention_kernel::mma_rows64 || l.kernel == attention_kernel::mma_split_keys) {
+    launch_mma_attention(type, q, k, v, bias, mask, out, plan, l, stream);
+    return;
+  }
   dispatch(type, float_list{}, [&](auto t) {
     using T = typename decltype(t)::type;
     const auto* qt = static_cast<const T*>(q);
@@ -437,30 +286,17 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
     const auto* vt = static_cast<const T*>(v);
     const auto* bt = static_cast<const T*>(bias);
     auto* ot = static_cast<T*>(out);
-    if (plan.sk == 0) {  // softmax over no keys times no values: zeros, as MatMul gives
-      COOLBENCH_CUDA_CALL(cudaMemsetAsync(out, 0, rows * plan.sq * plan.head_dim * sizeof(T), s));
-    } else if (use_split(plan)) {
-      const std::int64_t chunk = split_chunk(plan);
-      const std::int64_t chunks = (plan.sk + chunk - 1) / chunk;
-      split_kernel<T>
-          <<<dim3(static_cast<unsigned>(rows), static_cast<unsigned>(chunks)), k_threads, 0, s>>>(
-              qt, kt, vt, bt, mask, scratch, plan, chunk);
+    if (l.kernel == attention_kernel::decode_split) {
+      split_kernel<T><<<dim3(static_cast<unsigned>(rows), static_cast<unsigned>(l.blocks_y)),
+                        k_threads, 0, s>>>(qt, kt, vt, bt, mask, scratch, plan, l.chunk);
       check_launch();
       combine_kernel<T>
-          <<<static_cast<unsigned>(rows), k_threads, 0, s>>>(scratch, ot, plan, chunks);
+          <<<static_cast<unsigned>(rows), k_threads, 0, s>>>(scratch, ot, plan, l.blocks_y);
       check_launch();
-    } else if (std::is_same_v<T, float> || !use_tensor_cores()) {
-      if (plan.head_dim <= 64) {
-        launch_flash<T, 64>(qt, kt, vt, bt, mask, ot, plan, s);
-      } else {
-        launch_flash<T, 128>(qt, kt, vt, bt, mask, ot, plan, s);
-      }
-    } else if constexpr (!std::is_same_v<T, float>) {
-      if (plan.head_dim <= 64) {
-        launch_mma_flash<T, 64>(qt, kt, vt, bt, mask, ot, plan, s);
-      } else {
-        launch_mma_flash<T, 128>(qt, kt, vt, bt, mask, ot, plan, s);
-      }
+    } else if (plan.head_dim <= 64) {
+      launch_flash<T, 64>(qt, kt, vt, bt, mask, ot, plan, s);
+    } else {
+      launch_flash<T, 128>(qt, kt, vt, bt, mask, ot, plan, s);
     }
   });
 }

@@ -1,22 +1,37 @@
-// The tensor-core prefill kernel of coolbench.Attention for float16 and
-// bfloat16 (attention.cu launches it on sm_90): the same online softmax as
+// The tensor-core prefill kernels of coolbench.Attention for float16 and
+// bfloat16 (attention.cu launches them on sm_90): the same online softmax as
 // flash_kernel, with the two products on mma.sync m16n8k16 (16-bit inputs,
-// float32 accumulation). A block of 4 warps takes 64 query rows of one
-// (batch, head), each warp 16 rows; the scores stay in the accumulator
+// float32 accumulation). A warp takes 16 query rows of one (batch, head)
+// (attention_mma.cu: how blocks group warps); the scores stay in the accumulator
 // fragments, are rescaled and masked there, and are repacked as the
 // 16-bit A operand of the product with V (the layout of an m16n8 result
-// is that of an m16k16 operand's halves).
+// is that of an m16k16 operand's halves). This header has the pieces the
+// kernels of attention_mma.cu share: the instruction, the tile copies and
+// the fragments.
 #pragma once
 
 #include <cstring>
 
 #include "engine/backends/cuda/attention.hpp"
 #include "engine/backends/cuda/common.cuh"
+#include "engine/backends/cuda/launch_shapes.hpp"
+
+namespace coolbench::engine::cuda {
+
+/// The tensor-core kernel `l` names (mma_rows64 or mma_split_keys) over
+/// float16 or bfloat16 q, k, v (attention_mma.cu); sm_90 only.
+void launch_mma_attention(dtype type, const void* q, const void* k, const void* v, const void* bias,
+                          const bool* mask, void* out, const attention_plan& p,
+                          const attention_launch& l, void* stream);
+
+}  // namespace coolbench::engine::cuda
 
 namespace coolbench::engine::cuda::mma {
 
 constexpr int k_rows = 64;  // 16 per warp
 constexpr int k_threads = 128;
+constexpr int k_warps = k_threads / 32;
+constexpr int k_split_rows = 16;  // query rows of a split-keys block (its warps share them)
 
 // Keys per tile (bounded by the score fragments' registers), and the 16-bit
 // elements per shared row (padded: conflict-free fragment loads).
@@ -27,6 +42,20 @@ inline constexpr int stride = Dim + 8;
 template <int Dim>
 inline constexpr std::size_t shared_bytes = 2 * static_cast<std::size_t>(stride<Dim>) *
                                             (k_rows + 2 * keys_per_tile<Dim>);
+// Split keys: 16 query rows, then a K and a V tile for each warp. The
+// partial rows merged at the end (float32 [warps][16][Dim], and each row's
+// maximum and sum) reuse the tiles' room.
+template <int Dim>
+inline constexpr std::size_t split_q_bytes = 2 *
+                                             static_cast<std::size_t>(stride<Dim>) * k_split_rows;
+template <int Dim>
+inline constexpr std::size_t split_shared_bytes = split_q_bytes<Dim> +
+                                                  2 * static_cast<std::size_t>(stride<Dim>) *
+                                                      2 * keys_per_tile<Dim>* k_warps;
+static_assert(4 * (k_warps * k_split_rows * (64 + 2)) <=
+              split_shared_bytes<64> - split_q_bytes<64>);
+static_assert(4 * (k_warps * k_split_rows * (128 + 2)) <=
+              split_shared_bytes<128> - split_q_bytes<128>);
 
 template <class T>
 __device__ __forceinline__ void mma16816(float (&c)[4], const std::uint32_t (&a)[4],
@@ -78,49 +107,92 @@ __device__ __forceinline__ std::uint32_t pair(const T& lo, const T& hi) {
   return static_cast<std::uint32_t>(l) | (static_cast<std::uint32_t>(h) << 16);
 }
 
-// Rows [base, base + Rows) of a matrix of head_dim columns, rows `ld`
-// elements apart, into shared rows of stride<Dim>, zero past the end and
-// past head_dim. Each thread issues all
-// its loads before its first store: one element per loop trip waits out the
-// memory latency once per element, which made a GPT-2 attention (12 heads,
-// 128 tokens) take 45 us on the H200. Rows of exactly Dim elements at
-// 16-byte aligned addresses move 16 bytes per load.
-template <class T, int Dim, int Rows>
-__device__ __forceinline__ void load_tile(T* shared, const T* from, std::int64_t base,
-                                          std::int64_t count, std::int64_t d, std::int64_t ld) {
+// 16 bytes from global to shared memory without registers (cp.async, sm_80
+// and later); `valid` false writes 16 zero bytes and reads nothing.
+__device__ __forceinline__ void copy_16(void* shared, const void* global, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const auto to = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(global),
+               "r"(valid ? 16 : 0)
+               : "memory");
+#else
+  __trap();  // the host launches the kernels that copy so only on sm_90
+#endif
+}
+
+// Waits for this thread's copy_16s; a barrier then shows them to the others.
+__device__ __forceinline__ void wait_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+// Rows [base, base + Rows) of a matrix of head_dim d columns, rows `ld`
+// elements apart, into shared rows of stride<Dim>, by `Threads` threads (a
+// warp or a block; `thread` is this one's index among them), zero past
+// `count` rows and past d columns. Rows whose d is a whole number of 16-byte
+// pieces, `ld` too, at a 16-byte aligned address, are copied 16 bytes at a
+// time and left in flight (wait_copies ends them): every piece of the tile
+// is issued at once, so a thread waits out the memory latency once per tile
+// (one element per loop trip waited once per element, which made a GPT-2
+// attention take 45 us on the H200). Others load one element at a time
+// through registers, 8 in flight a thread.
+template <class T, int Dim, int Rows, int Threads>
+__device__ __forceinline__ void copy_tile(T* shared, const T* from, std::int64_t base,
+                                          std::int64_t count, std::int64_t d, std::int64_t ld,
+                                          int thread) {
   constexpr int vec = 16 / static_cast<int>(sizeof(T));
   constexpr int per_row = Dim / vec;
-  constexpr int trips = (Rows * per_row + k_threads - 1) / k_threads;
-  if (d == Dim && ld % vec == 0 && reinterpret_cast<std::uintptr_t>(from) % 16 == 0) {
-    uint4 held[trips];
+  if (d % vec == 0 && ld % vec == 0 && reinterpret_cast<std::uintptr_t>(from) % 16 == 0) {
+    constexpr int trips = (Rows * per_row + Threads - 1) / Threads;
 #pragma unroll
     for (int t = 0; t < trips; ++t) {
-      const int e = threadIdx.x + t * k_threads, r = e / per_row, c = (e % per_row) * vec;
-      held[t] = e < Rows * per_row && base + r < count
-                    ? *reinterpret_cast<const uint4*>(from + (base + r) * ld + c)
-                    : make_uint4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int t = 0; t < trips; ++t) {
-      const int e = threadIdx.x + t * k_threads, r = e / per_row, c = (e % per_row) * vec;
-      if (e < Rows * per_row) *reinterpret_cast<uint4*>(&shared[r * stride<Dim> + c]) = held[t];
+      const int e = thread + t * Threads, r = e / per_row, c = (e % per_row) * vec;
+      const bool valid = base + r < count && c < d;
+      if (e < Rows * per_row) {
+        copy_16(&shared[r * stride<Dim> + c], valid ? from + (base + r) * ld + c : from, valid);
+      }
     }
     return;
   }
   constexpr int batch = 8;  // loads in flight per thread
-  for (int e0 = threadIdx.x; e0 < Rows * Dim; e0 += batch * k_threads) {
+  for (int e0 = thread; e0 < Rows * Dim; e0 += batch * Threads) {
     T held[batch];
 #pragma unroll
     for (int i = 0; i < batch; ++i) {
-      const int e = e0 + i * k_threads, r = e / Dim, c = e % Dim;
+      const int e = e0 + i * Threads, r = e / Dim, c = e % Dim;
       held[i] =
           e < Rows * Dim && base + r < count && c < d ? from[(base + r) * ld + c] : narrow<T>(0.0F);
     }
 #pragma unroll
     for (int i = 0; i < batch; ++i) {
-      const int e = e0 + i * k_threads;
+      const int e = e0 + i * Threads;
       if (e < Rows * Dim) shared[(e / Dim) * stride<Dim> + e % Dim] = held[i];
     }
+  }
+}
+
+// A warp's 16 query rows (r0 and r0 + 8 for this thread) as it walks the
+// keys: the running maximum and sum of each row (reduced over the row's 4
+// lanes) and the unnormalised output fragments.
+template <int Dim>
+struct row_state {
+  float peak[2] = {-INFINITY, -INFINITY};
+  float total[2] = {0, 0};
+  float o[Dim / 8][4] = {};
+};
+
+// The A fragments of the warp's 16 query rows from shared rows `qs`.
+template <class T, int Dim>
+__device__ __forceinline__ void query_fragments(const T* qs, int r0, int tig,
+                                                std::uint32_t (&qa)[Dim / 16][4]) {
+#pragma unroll
+  for (int kk = 0; kk < Dim / 16; ++kk) {
+    const int col = kk * 16 + tig * 2;
+    qa[kk][0] = pair(&qs[r0 * stride<Dim> + col]);
+    qa[kk][1] = pair(&qs[(r0 + 8) * stride<Dim> + col]);
+    qa[kk][2] = pair(&qs[r0 * stride<Dim> + col + 8]);
+    qa[kk][3] = pair(&qs[(r0 + 8) * stride<Dim> + col + 8]);
   }
 }
 

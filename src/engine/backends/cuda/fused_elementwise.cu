@@ -3,8 +3,14 @@
 // coordinates and the input's broadcast strides, then runs the program's
 // instructions over float32 registers, rounding each result as its dtype
 // stores it. The program and the operands travel as kernel parameters.
+// The launch merges the dims every operand steps through as one
+// (plan_elementwise, launch_shapes.hpp): where every operand is dense or
+// broadcast whole, the offsets are the index itself, with no division;
+// elsewhere the coordinates cost a division a merged dim, in 32 bits where
+// the sizes allow.
 #include "engine/backends/cuda/common.cuh"
 #include "engine/backends/cuda/fused_kernels.hpp"
+#include "engine/backends/cuda/launch_shapes.hpp"
 
 namespace coolbench::engine::cuda {
 namespace {
@@ -55,23 +61,26 @@ __device__ __forceinline__ void store_any(void* p, dtype type, std::int64_t i, f
   }
 }
 
+// Dense: every operand at offset i or 0 (ew_layout::dense); otherwise the
+// offsets from the coordinates. Index: uint32_t where ew_layout::narrow.
+template <bool Dense, class Index>
 __global__ void fused_elementwise_kernel(const __grid_constant__ ew_params p) {
-  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < p.count;
-       i += std::int64_t{gridDim.x} * blockDim.x) {
-    std::int64_t offset[k_ew_max_inputs] = {};
-    std::int64_t rest = i;
-    for (int d = p.rank - 1; d >= 0; --d) {
-      const std::int64_t coordinate = rest % p.shape[d];
-      rest /= p.shape[d];
+  const auto count = static_cast<Index>(p.count);
+  for (Index i = blockIdx.x * Index{blockDim.x} + threadIdx.x; i < count;
+       i += Index{gridDim.x} * blockDim.x) {
+    Index offset[k_ew_max_inputs];
+    if constexpr (Dense) {
 #pragma unroll
-      for (int k = 0; k < k_ew_max_inputs; ++k) offset[k] += coordinate * p.stride[k][d];
+      for (int k = 0; k < k_ew_max_inputs; ++k) offset[k] = p.stride[k][0] != 0 ? i : Index{0};
+    } else {
+      ew_offsets<Index>(p.rank, p.shape, p.stride, i, offset);
     }
     float reg[k_ew_max_registers];
     for (int c = 0; c < p.instructions; ++c) {
       const ew_instruction in = p.code[c];
       float v = 0.0F;
       if (in.op == ew_op::load) {
-        std::int64_t at = 0;
+        Index at = 0;
 #pragma unroll
         for (int k = 0; k < k_ew_max_inputs; ++k) at = k == in.a ? offset[k] : at;
         v = load_any(p.data[in.a], p.types[in.a], at);
@@ -98,24 +107,36 @@ void launch_fused_elementwise(const ew_program& program, const ew_operand* opera
       operand_count > k_ew_max_inputs || rank > k_max_rank) {
     throw invalid_argument("the CUDA elementwise program exceeds the kernel's limits");
   }
-  p.count = 1;
-  for (int d = 0; d < rank; ++d) {
-    p.shape[d] = shape[d];
-    p.count *= shape[d];
+  std::int64_t strides[k_ew_max_inputs][k_max_rank] = {};
+  for (int k = 0; k < operand_count; ++k) {
+    std::copy(operands[k].stride, operands[k].stride + k_max_rank, strides[k]);
   }
-  if (p.count == 0) return;
-  std::copy(program.code.begin(), program.code.end(), p.code);
-  std::copy(program.constants.begin(), program.constants.end(), p.constants);
+  const ew_layout l = plan_elementwise(shape, rank, strides, operand_count);
+  if (l.count == 0) return;
+  p.count = l.count;
+  p.rank = l.rank;
+  std::copy(l.shape, l.shape + k_max_rank, p.shape);
   for (int k = 0; k < operand_count; ++k) {
     p.data[k] = operands[k].data;
     p.types[k] = operands[k].type;
-    std::copy(operands[k].stride, operands[k].stride + k_max_rank, p.stride[k]);
+    std::copy(l.stride[k], l.stride[k] + k_max_rank, p.stride[k]);
   }
+  std::copy(program.code.begin(), program.code.end(), p.code);
+  std::copy(program.constants.begin(), program.constants.end(), p.constants);
   p.instructions = static_cast<int>(program.code.size());
-  p.rank = rank;
   p.out = out;
   p.out_type = out_type;
-  fused_elementwise_kernel<<<grid_for(p.count), k_block, 0, as_stream(stream)>>>(p);
+  const unsigned grid = grid_for(p.count);
+  const cudaStream_t s = as_stream(stream);
+  if (l.dense && l.narrow) {
+    fused_elementwise_kernel<true, std::uint32_t><<<grid, k_block, 0, s>>>(p);
+  } else if (l.dense) {
+    fused_elementwise_kernel<true, std::int64_t><<<grid, k_block, 0, s>>>(p);
+  } else if (l.narrow) {
+    fused_elementwise_kernel<false, std::uint32_t><<<grid, k_block, 0, s>>>(p);
+  } else {
+    fused_elementwise_kernel<false, std::int64_t><<<grid, k_block, 0, s>>>(p);
+  }
   check_launch();
 }
 

@@ -1,0 +1,188 @@
+// How the CUDA backend's hand-written kernels split their work: the grid,
+// the block and the per-thread tiling each launch takes for a problem's
+// sizes. Plain host code (no CUDA headers), so the choices and their
+// bounds are unit-tested on the CPU (tests/engine/launch_shapes_test.cpp);
+// the kernels (fused_layer_norm.cu, attention.cu, fused_elementwise.cu)
+// launch what these return.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+
+#include "engine/backends/cuda/kernels.hpp"
+#include "engine/fusion/elementwise_program.hpp"
+
+namespace coolbench::engine::cuda {
+
+/// A LayerNorm launch over `rows` rows of `n` elements.
+struct layer_norm_launch {
+  bool warp_per_row = false;  // else one block per row
+  int vec = 1;                // elements per load (16 bytes, or 1)
+  int lane_elements = 0;      // warp kernel: registers of the row a lane holds (8, 16, 32, 64)
+  std::int64_t blocks = 0;
+  int threads = 0;
+};
+
+inline constexpr int k_layer_norm_warp_rows = 4;               // warps (rows) per block
+inline constexpr std::int64_t k_layer_norm_warp_width = 2048;  // 32 lanes x 64 registers
+inline constexpr int k_layer_norm_block_threads = 512;
+
+/// `element` bytes per element; `aligned`: every pointer is 16-byte aligned.
+/// 16-byte loads need n a multiple of their width too, so every row starts
+/// aligned; otherwise each load takes one element.
+inline layer_norm_launch plan_layer_norm(int element, std::int64_t rows, std::int64_t n,
+                                         bool aligned) {
+  layer_norm_launch l;
+  const int wide = 16 / element;
+  l.vec = aligned && n % wide == 0 ? wide : 1;
+  if (n <= k_layer_norm_warp_width) {
+    l.warp_per_row = true;
+    const std::int64_t per_lane = (n + 31) / 32;  // elements, rounded up to whole loads below
+    const std::int64_t loads = (per_lane + l.vec - 1) / l.vec;
+    l.lane_elements = 64;
+    for (const int e : {8, 16, 32}) {
+      if (loads * l.vec <= e) {
+        l.lane_elements = e;
+        break;
+      }
+    }
+    l.blocks = (rows + k_layer_norm_warp_rows - 1) / k_layer_norm_warp_rows;
+    l.threads = k_layer_norm_warp_rows * 32;
+    return l;
+  }
+  const std::int64_t lanes = (n / l.vec + 31) / 32 * 32;
+  l.threads = static_cast<int>(std::min<std::int64_t>(lanes, k_layer_norm_block_threads));
+  l.blocks = rows;
+  return l;
+}
+
+/// coolbench.Attention's kernels (attention.cu, attention_mma.cu).
+enum class attention_kernel {
+  decode_split,    // sq == 1: chunks of keys over blocks, then a merge kernel
+  fma_rows32,      // float32 FMA: 32 query rows a block, 4 threads a row
+  mma_rows64,      // tensor cores: 64 query rows a block, the warps share each key tile
+  mma_split_keys,  // tensor cores: 16 query rows a block, the warps split the keys
+};
+
+struct attention_launch {
+  attention_kernel kernel = attention_kernel::fma_rows32;
+  std::int64_t blocks_x = 0;  // batch x heads
+  std::int64_t blocks_y = 0;  // query tiles, or decode's chunks of keys
+  std::int64_t chunk = 0;     // decode: keys a block
+};
+
+inline constexpr std::int64_t k_attention_max_chunk = 256;
+
+/// Keys per decode block: enough blocks to fill the GPU twice over (132 SMs
+/// on an H200), at least 32 keys each.
+inline std::int64_t attention_decode_chunk(std::int64_t batch_heads, std::int64_t sk) {
+  std::int64_t chunk = k_attention_max_chunk;
+  while (chunk > 32 && batch_heads * ((sk + chunk - 1) / chunk) < 264) chunk /= 2;
+  return chunk;
+}
+
+/// The kernel and grid of an attention over batch x heads (batch_heads) of
+/// sq queries and sk > 0 keys. `tensor_cores`: 16-bit on sm_90. `sms`: the
+/// GPU's multiprocessors. `forced`: "" picks; "fma", "mma" (64-row tiles)
+/// or "split_keys" take that kernel wherever it runs (decode always splits).
+/// By default the tensor cores take 64-row tiles unless that makes fewer
+/// blocks than SMs: then 16-row blocks that split the keys (4 times the
+/// blocks, each walking a quarter of the key tiles).
+inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq, std::int64_t sk,
+                                       bool tensor_cores, int sms, std::string_view forced) {
+  attention_launch l;
+  l.blocks_x = batch_heads;
+  const auto tiles = [&](std::int64_t rows) { return (sq + rows - 1) / rows; };
+  if (sq == 1) {
+    l.kernel = attention_kernel::decode_split;
+    l.chunk = attention_decode_chunk(batch_heads, sk);
+    l.blocks_y = (sk + l.chunk - 1) / l.chunk;
+    return l;
+  }
+  if (!tensor_cores || forced == "fma") {
+    l.kernel = attention_kernel::fma_rows32;
+    l.blocks_y = tiles(32);
+    return l;
+  }
+  const bool few = batch_heads * tiles(64) < sms;
+  const bool split = forced == "split_keys" || (forced != "mma" && few);
+  l.kernel =
+      split && tiles(16) <= 65535 ? attention_kernel::mma_split_keys : attention_kernel::mma_rows64;
+  l.blocks_y = tiles(l.kernel == attention_kernel::mma_split_keys ? 16 : 64);
+  return l;
+}
+
+/// The iteration space of an elementwise program: the output's dims and
+/// each operand's element strides (0 where it is broadcast), with dims of 1
+/// dropped and neighbours merged wherever every operand steps through them
+/// as through one dim (a dense operand, a broadcast one, a row bias over a
+/// dense matrix: [rows, n] with strides n, 1 and 0, 1 stays 2 dims, the
+/// least any index math can do with it).
+struct ew_layout {
+  int rank = 0;
+  std::int64_t count = 1;
+  std::int64_t shape[k_max_rank] = {};
+  std::int64_t stride[k_ew_max_inputs][k_max_rank] = {};
+  /// At most one dim and every operand's stride 0 or 1: offset i or 0, no
+  /// division at all.
+  bool dense = false;
+  /// The count and every operand's farthest offset below 2^31: the index
+  /// math in 32 bits (a 64-bit division is a long subroutine on the GPU).
+  bool narrow = false;
+};
+
+inline ew_layout plan_elementwise(const std::int64_t* shape, int rank,
+                                  const std::int64_t (*strides)[k_max_rank], int operands) {
+  ew_layout l;
+  for (int d = 0; d < rank; ++d) l.count *= shape[d];
+  for (int d = 0; d < rank; ++d) {
+    if (shape[d] == 1) continue;  // any stride: offset 0 along it
+    const bool merges = l.rank > 0 && [&] {
+      for (int k = 0; k < operands; ++k) {
+        if (l.stride[k][l.rank - 1] != strides[k][d] * shape[d]) return false;
+      }
+      return true;
+    }();
+    if (merges) {
+      l.shape[l.rank - 1] *= shape[d];
+      for (int k = 0; k < operands; ++k) l.stride[k][l.rank - 1] = strides[k][d];
+      continue;
+    }
+    l.shape[l.rank] = shape[d];
+    for (int k = 0; k < operands; ++k) l.stride[k][l.rank] = strides[k][d];
+    ++l.rank;
+  }
+  l.dense = l.rank <= 1;
+  for (int k = 0; k < operands && l.rank == 1; ++k) {
+    l.dense = l.dense && (l.stride[k][0] == 0 || l.stride[k][0] == 1);
+  }
+  constexpr std::int64_t limit = std::int64_t{1} << 31;
+  l.narrow = l.count < limit;
+  for (int k = 0; k < operands; ++k) {
+    std::int64_t reach = 0;
+    for (int d = 0; d < l.rank; ++d) reach += (l.shape[d] - 1) * l.stride[k][d];
+    l.narrow = l.narrow && reach < limit;
+  }
+  return l;
+}
+
+/// Each operand's element offset for output element i of a layout's rank,
+/// shape and strides (the elementwise kernel's index math, in Index: 32 or
+/// 64 bits), innermost dim first.
+template <class Index>
+COOLBENCH_HOST_DEVICE inline void ew_offsets(int rank, const std::int64_t* shape,
+                                             const std::int64_t (*stride)[k_max_rank], Index i,
+                                             Index (&offset)[k_ew_max_inputs]) {
+  for (int k = 0; k < k_ew_max_inputs; ++k) offset[k] = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    const auto extent = static_cast<Index>(shape[d]);
+    const Index coordinate = i % extent;
+    i /= extent;
+    for (int k = 0; k < k_ew_max_inputs; ++k) {
+      offset[k] += coordinate * static_cast<Index>(stride[k][d]);
+    }
+  }
+}
+
+}  // namespace coolbench::engine::cuda

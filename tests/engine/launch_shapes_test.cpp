@@ -1,0 +1,345 @@
+// The CUDA kernels' launch shapes (engine/backends/cuda/launch_shapes.hpp)
+// on the CPU: which kernel a problem takes, the vector width, the registers
+// a lane holds and the grid, for the shapes of GPT-2, BERT and ViT and for
+// the edges (widths no multiple of the vector, misaligned pointers, the
+// widest row of the warp kernel); the attention kernels' choice and grids;
+// the elementwise program's merged dims, and its index math (the kernel's
+// own function, run here) against the offsets from the unmerged strides;
+// the split-keys attention's merge of partial rows against a direct softmax.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "engine/backends/cuda/attention_merge.hpp"
+#include "engine/backends/cuda/launch_shapes.hpp"
+
+namespace coolbench::engine::cuda {
+namespace {
+
+TEST(launch_shapes, layer_norm_of_gpt2_takes_one_warp_a_row) {
+  // [128, 768] in float16: 96 loads of 8, 3 a lane, in 32 registers.
+  const auto l = plan_layer_norm(2, 128, 768, true);
+  EXPECT_TRUE(l.warp_per_row);
+  EXPECT_EQ(l.vec, 8);
+  EXPECT_EQ(l.lane_elements, 32);
+  EXPECT_EQ(l.blocks, 32);
+  EXPECT_EQ(l.threads, 128);
+  // float32: 4 a load, the same registers.
+  const auto f = plan_layer_norm(4, 128, 768, true);
+  EXPECT_EQ(f.vec, 4);
+  EXPECT_EQ(f.lane_elements, 32);
+  // ViT-B/16 at batch 32: 32 x 197 rows.
+  EXPECT_EQ(plan_layer_norm(2, 32 * 197, 768, true).blocks, (32 * 197 + 3) / 4);
+}
+
+TEST(launch_shapes, layer_norm_loads_one_element_where_16_bytes_do_not_fit) {
+  EXPECT_EQ(plan_layer_norm(2, 4, 768, false).vec, 1);  // a misaligned pointer
+  EXPECT_EQ(plan_layer_norm(2, 4, 772, true).vec, 1);   // rows not a multiple of 8
+  EXPECT_EQ(plan_layer_norm(4, 4, 772, true).vec, 4);   // but of float32's 4
+  EXPECT_EQ(plan_layer_norm(2, 3, 7, true).vec, 1);
+  // One element a load: 24 of 768 a lane.
+  EXPECT_EQ(plan_layer_norm(2, 4, 768, false).lane_elements, 32);
+}
+
+TEST(launch_shapes, layer_norm_lanes_hold_the_whole_row) {
+  for (const int element : {2, 4}) {
+    for (const bool aligned : {true, false}) {
+      for (std::int64_t n = 1; n <= k_layer_norm_warp_width; ++n) {
+        const auto l = plan_layer_norm(element, 5, n, aligned);
+        ASSERT_TRUE(l.warp_per_row) << n;
+        ASSERT_EQ(l.lane_elements % l.vec, 0) << n;
+        // Lane 0 takes the most loads: ceil(n / vec / 32) of them.
+        const std::int64_t loads = (n / l.vec + 31) / 32;
+        ASSERT_EQ(n % l.vec, 0) << n;
+        ASSERT_LE(loads * l.vec, l.lane_elements) << element << " " << aligned << " n " << n;
+        // and the least registers that do: half as many would not.
+        if (l.lane_elements > 8) {
+          ASSERT_GT(loads * l.vec, l.lane_elements / 2) << n;
+        }
+        ASSERT_EQ(l.blocks, 2);
+      }
+    }
+  }
+}
+
+TEST(launch_shapes, layer_norm_wider_rows_take_a_block_each) {
+  const auto l = plan_layer_norm(2, 3, 20000, true);
+  EXPECT_FALSE(l.warp_per_row);
+  EXPECT_EQ(l.blocks, 3);
+  EXPECT_EQ(l.threads, k_layer_norm_block_threads);
+  EXPECT_EQ(plan_layer_norm(2, 3, 2056, true).threads, 288);  // 257 loads: 9 warps
+  EXPECT_FALSE(plan_layer_norm(2, 3, k_layer_norm_warp_width + 1, true).warp_per_row);
+}
+
+constexpr int k_h200_sms = 132;
+
+std::int64_t rows_of(attention_kernel k) {
+  switch (k) {
+    case attention_kernel::fma_rows32: return 32;
+    case attention_kernel::mma_rows64: return 64;
+    case attention_kernel::mma_split_keys: return 16;
+    case attention_kernel::decode_split: break;
+  }
+  return 1;
+}
+
+TEST(launch_shapes, attention_splits_the_keys_where_64_row_tiles_leave_sms_idle) {
+  // GPT-2 small and BERT-base at batch 1, 128 tokens: 12 heads x 2 tiles of
+  // 64 rows = 24 blocks for 132 SMs; 16-row blocks make 96.
+  auto l = plan_attention(12, 128, 128, true, k_h200_sms, "");
+  EXPECT_EQ(l.kernel, attention_kernel::mma_split_keys);
+  EXPECT_EQ(l.blocks_x, 12);
+  EXPECT_EQ(l.blocks_y, 8);
+  // ViT-B/16 at batch 1, 197 tokens: 48 blocks of 64 rows, or 156 of 16.
+  l = plan_attention(12, 197, 197, true, k_h200_sms, "");
+  EXPECT_EQ(l.kernel, attention_kernel::mma_split_keys);
+  EXPECT_EQ(l.blocks_y, 13);
+  // Enough blocks of 64 rows: GPT-2 at batch 8 or 1024 tokens, BERT and ViT at batch 32.
+  for (const auto& [bh, s] :
+       {std::pair<std::int64_t, std::int64_t>{96, 128}, {12, 1024}, {384, 128}, {384, 197}}) {
+    l = plan_attention(bh, s, s, true, k_h200_sms, "");
+    EXPECT_EQ(l.kernel, attention_kernel::mma_rows64) << bh << " " << s;
+    EXPECT_EQ(l.blocks_y, (s + 63) / 64);
+  }
+}
+
+TEST(launch_shapes, attention_takes_the_kernel_forced_or_the_only_one_that_runs) {
+  EXPECT_EQ(plan_attention(12, 128, 128, false, k_h200_sms, "").kernel,
+            attention_kernel::fma_rows32);  // float32, or no sm_90
+  EXPECT_EQ(plan_attention(12, 128, 128, true, k_h200_sms, "fma").kernel,
+            attention_kernel::fma_rows32);
+  EXPECT_EQ(plan_attention(12, 128, 128, true, k_h200_sms, "mma").kernel,
+            attention_kernel::mma_rows64);
+  EXPECT_EQ(plan_attention(384, 128, 128, true, k_h200_sms, "split_keys").kernel,
+            attention_kernel::mma_split_keys);
+  EXPECT_EQ(plan_attention(12, 128, 128, false, k_h200_sms, "split_keys").kernel,
+            attention_kernel::fma_rows32);
+  // More 16-row tiles than a grid's y dimension holds: 64-row tiles.
+  EXPECT_EQ(plan_attention(1, std::int64_t{1} << 21, 8, true, k_h200_sms, "split_keys").kernel,
+            attention_kernel::mma_rows64);
+}
+
+TEST(launch_shapes, attention_grids_cover_every_query_row_once) {
+  for (const char* forced : {"", "fma", "mma", "split_keys"}) {
+    for (const bool tensor_cores : {false, true}) {
+      for (const std::int64_t sq : {2, 7, 16, 17, 64, 65, 128, 197, 1024}) {
+        const auto l = plan_attention(3, sq, sq, tensor_cores, k_h200_sms, forced);
+        const std::int64_t rows = rows_of(l.kernel);
+        EXPECT_GE(l.blocks_y * rows, sq) << forced << " " << sq;
+        EXPECT_LT((l.blocks_y - 1) * rows, sq) << forced << " " << sq;
+        EXPECT_EQ(l.blocks_x, 3);
+      }
+    }
+  }
+}
+
+TEST(launch_shapes, attention_decode_splits_the_keys_over_blocks) {
+  // One query row: chunks of keys halved from 256 until 264 blocks (or 32 keys).
+  auto l = plan_attention(12, 1, 129, true, k_h200_sms, "");
+  EXPECT_EQ(l.kernel, attention_kernel::decode_split);
+  EXPECT_EQ(l.chunk, 32);
+  EXPECT_EQ(l.blocks_y, 5);
+  l = plan_attention(96, 1, 1024, true, k_h200_sms, "mma");
+  EXPECT_EQ(l.kernel, attention_kernel::decode_split);
+  EXPECT_EQ(l.chunk, 256);  // 96 x 4 = 384 blocks
+  EXPECT_EQ(l.blocks_y, 4);
+  for (const std::int64_t sk : {1, 31, 32, 33, 255, 256, 257, 5000}) {
+    l = plan_attention(2, 1, sk, false, k_h200_sms, "");
+    EXPECT_GE(l.blocks_y * l.chunk, sk);
+    EXPECT_LT((l.blocks_y - 1) * l.chunk, sk);
+  }
+}
+
+// An elementwise launch's operands: dense strides of the output's shape
+// broadcast from each operand's shape (aligned to the right, 1 where absent).
+struct ew_case {
+  std::vector<std::int64_t> shape;
+  std::int64_t strides[k_ew_max_inputs][k_max_rank] = {};
+  int operands = 0;
+
+  ew_case(std::vector<std::int64_t> out, const std::vector<std::vector<std::int64_t>>& inputs)
+      : shape(std::move(out)), operands(static_cast<int>(inputs.size())) {
+    for (int k = 0; k < operands; ++k) {
+      const auto& in = inputs[static_cast<std::size_t>(k)];
+      const std::size_t lead = shape.size() - in.size();
+      std::int64_t step = 1;
+      for (std::size_t d = in.size(); d-- > 0;) {
+        strides[k][lead + d] = in[d] == 1 ? 0 : step;
+        step *= in[d];
+      }
+    }
+  }
+  ew_layout plan() const {
+    return plan_elementwise(shape.data(), static_cast<int>(shape.size()), strides, operands);
+  }
+};
+
+TEST(launch_shapes, elementwise_merges_dense_operands_to_one_dim) {
+  const ew_layout l = ew_case({2, 1, 3, 17}, {{2, 1, 3, 17}, {2, 1, 3, 17}, {1}}).plan();
+  EXPECT_EQ(l.rank, 1);
+  EXPECT_EQ(l.shape[0], 102);
+  EXPECT_EQ(l.stride[0][0], 1);
+  EXPECT_EQ(l.stride[1][0], 1);
+  EXPECT_EQ(l.stride[2][0], 0);  // a scalar
+  EXPECT_TRUE(l.dense);
+  EXPECT_TRUE(l.narrow);
+  const ew_layout one = ew_case({1, 1}, {{1, 1}}).plan();
+  EXPECT_EQ(one.rank, 0);
+  EXPECT_EQ(one.count, 1);
+  EXPECT_TRUE(one.dense);
+}
+
+TEST(launch_shapes, elementwise_keeps_the_dims_a_broadcast_needs) {
+  // A row bias over [rows, n] (GPT-2's bias + GELU where the GEMM has no
+  // epilogue): 2 dims, strides n, 1 and 0, 1.
+  ew_layout l = ew_case({128, 3072}, {{128, 3072}, {3072}}).plan();
+  EXPECT_EQ(l.rank, 2);
+  EXPECT_FALSE(l.dense);
+  EXPECT_TRUE(l.narrow);
+  EXPECT_EQ(l.stride[0][0], 3072);
+  EXPECT_EQ(l.stride[1][0], 0);
+  // [4, 3, 17] with an input of [4, 1, 17]: 3 dims; leading 1s dropped.
+  l = ew_case({1, 4, 3, 17}, {{1, 4, 3, 17}, {4, 1, 17}}).plan();
+  EXPECT_EQ(l.rank, 3);
+  EXPECT_EQ(l.shape[0], 4);
+  // A column broadcast [5, 1] over [5, 33]: 2 dims.
+  EXPECT_EQ(ew_case({5, 33}, {{5, 33}, {5, 1}}).plan().rank, 2);
+}
+
+TEST(launch_shapes, elementwise_index_math_is_64_bit_past_2_to_the_31) {
+  EXPECT_FALSE(ew_case({65536, 32768}, {{65536, 32768}}).plan().narrow);  // 2^31 elements
+  EXPECT_TRUE(ew_case({65536, 32767}, {{65536, 32767}}).plan().narrow);
+  // An operand reaching past 2^31 elements though the output does not.
+  ew_case c({2, 2}, {{2, 2}});
+  c.strides[0][0] = std::int64_t{1} << 31;
+  EXPECT_FALSE(c.plan().narrow);
+}
+
+// The offsets of every element through the merged layout, in 32 and 64
+// bits, equal the sums of coordinates times the original strides.
+TEST(launch_shapes, elementwise_offsets_match_the_unmerged_strides) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> rank_of(1, 5), extent(1, 5), coin(0, 2);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<std::int64_t> shape(static_cast<std::size_t>(rank_of(rng)));
+    for (auto& d : shape) d = extent(rng);
+    std::vector<std::vector<std::int64_t>> inputs;
+    for (int k = 0; k < 3; ++k) {  // each dim kept, broadcast (1) or dropped from the left
+      std::vector<std::int64_t> in;
+      for (std::size_t d = static_cast<std::size_t>(coin(rng)) % shape.size(); d < shape.size();
+           ++d) {
+        in.push_back(coin(rng) == 0 ? 1 : shape[d]);
+      }
+      if (in.empty()) in.push_back(1);
+      inputs.push_back(in);
+    }
+    const ew_case c(shape, inputs);
+    const ew_layout l = c.plan();
+    ASSERT_LE(l.rank, static_cast<int>(shape.size()));
+    for (std::int64_t i = 0; i < l.count; ++i) {
+      std::int64_t want[k_ew_max_inputs] = {}, rest = i;
+      for (std::size_t d = shape.size(); d-- > 0;) {
+        for (int k = 0; k < c.operands; ++k) want[k] += rest % shape[d] * c.strides[k][d];
+        rest /= shape[d];
+      }
+      std::uint32_t narrow[k_ew_max_inputs];
+      std::int64_t wide[k_ew_max_inputs];
+      ew_offsets<std::uint32_t>(l.rank, l.shape, l.stride, static_cast<std::uint32_t>(i), narrow);
+      ew_offsets<std::int64_t>(l.rank, l.shape, l.stride, i, wide);
+      for (int k = 0; k < c.operands; ++k) {
+        ASSERT_EQ(wide[k], want[k]) << "trial " << trial << " element " << i << " operand " << k;
+        ASSERT_EQ(narrow[k], static_cast<std::uint32_t>(want[k])) << trial;
+        // The dense kernel's offsets: i or 0 by the one stride.
+        if (l.dense) {
+          ASSERT_EQ(l.rank == 1 && l.stride[k][0] != 0 ? i : 0, want[k]) << trial;
+        }
+      }
+    }
+  }
+}
+
+// One part of a row as the kernels' online softmax leaves it after its
+// tiles of keys (8 keys a tile here): the running maximum, the sum and the
+// output rescaled at each tile, a tile's base 0 while every score is -inf.
+struct part_state {
+  float peak = -std::numeric_limits<float>::infinity(), total = 0, acc = 0;
+};
+
+part_state online(const std::vector<float>& s, const std::vector<float>& v, std::size_t from,
+                  std::size_t to) {
+  part_state p;
+  for (std::size_t t0 = from; t0 < to; t0 += 8) {
+    const std::size_t t1 = std::min(to, t0 + 8);
+    float tile_peak = -std::numeric_limits<float>::infinity();
+    for (std::size_t j = t0; j < t1; ++j) tile_peak = std::max(tile_peak, s[j]);
+    const float next = std::max(p.peak, tile_peak);
+    const float base = std::isinf(next) && next < 0 ? 0.0F : next;
+    const float rescale = std::exp(p.peak - base);
+    float tile_total = 0, tile_acc = 0;
+    for (std::size_t j = t0; j < t1; ++j) {
+      tile_total += std::exp(s[j] - base);
+      tile_acc += std::exp(s[j] - base) * v[j];
+    }
+    p.total = p.total * rescale + tile_total;
+    p.acc = p.acc * rescale + tile_acc;
+    p.peak = next;
+  }
+  return p;
+}
+
+// Rows of 0 to 64 keys split over 4 parts as split_keys_kernel splits them
+// (tiles w, w + 4, ... of 8 keys here), scores with whole parts hidden (-inf)
+// and whole rows hidden: the merge equals softmax(s) v, and a hidden row
+// sums to 0 (finish() then makes it NaN or 0, as the unfused graph does).
+TEST(launch_shapes, attention_merges_split_keys_like_one_softmax) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0, 3);
+  std::uniform_int_distribution<int> keys_of(0, 64), hide(0, 5);
+  for (int trial = 0; trial < 500; ++trial) {
+    const auto keys = static_cast<std::size_t>(keys_of(rng));
+    const int hidden = hide(rng);  // 0: none; 1: the first half; 2: all; else some
+    std::vector<float> s(keys), v(keys);
+    for (std::size_t j = 0; j < keys; ++j) {
+      s[j] = normal(rng), v[j] = normal(rng);
+      if ((hidden == 1 && j < keys / 2) || hidden == 2 || (hidden > 2 && rng() % 3 == 0)) {
+        s[j] = -inf;
+      }
+    }
+    float peaks[4], totals[4], accs[4];
+    for (std::size_t w = 0; w < 4; ++w) {
+      part_state p;
+      for (std::size_t t0 = w * 8; t0 < keys; t0 += 32) {  // this part's tiles, in turn
+        const part_state tile = online(s, v, t0, std::min(keys, t0 + 8));
+        const float next = std::max(p.peak, tile.peak);
+        const float base = std::isinf(next) && next < 0 ? 0.0F : next;
+        const float tile_base = std::isinf(tile.peak) && tile.peak < 0 ? 0.0F : tile.peak;
+        p.total = p.total * std::exp(p.peak - base) + tile.total * std::exp(tile_base - base);
+        p.acc = p.acc * std::exp(p.peak - base) + tile.acc * std::exp(tile_base - base);
+        p.peak = next;
+      }
+      peaks[w] = p.peak, totals[w] = p.total, accs[w] = p.acc;
+    }
+    const merged_row m =
+        merge_parts<4>(peaks, totals, 1, accs, 1, [](float x) { return std::exp(x); });
+    double peak = -inf, total = 0, acc = 0;
+    for (const float x : s) peak = std::max(peak, static_cast<double>(x));
+    for (std::size_t j = 0; j < keys; ++j) {
+      if (std::isinf(s[j])) continue;
+      total += std::exp(s[j] - peak);
+      acc += std::exp(s[j] - peak) * v[j];
+    }
+    if (total == 0) {
+      EXPECT_EQ(m.total, 0.0F) << trial;  // a hidden row (or no keys)
+      EXPECT_EQ(m.acc, 0.0F) << trial;
+      continue;
+    }
+    EXPECT_NEAR(m.acc / m.total, acc / total, 1e-5 * (1 + std::abs(acc / total))) << trial;
+  }
+}
+
+}  // namespace
+}  // namespace coolbench::engine::cuda
