@@ -29,11 +29,15 @@ class sample_source {
 
 struct sampler_options {
   std::chrono::milliseconds period{50};  ///< 1 to 1000 ms
-  /// The costly readings (energy, HW thermal and power-brake time counters;
-  /// see read_scope) are read on the first tick and then on the first tick
-  /// at least this long after the last time; other samples hold them as
+  /// The HW thermal and power-brake time counters (read_scope::counters) are
+  /// read on the first tick and then on the first tick at least this long
+  /// after their last read by time stamps; other samples hold them as
   /// `skipped`. 0 reads them every tick. At most 60 s.
   std::chrono::milliseconds slow_period{1000};
+  /// The same for the energy counter (read_scope::all), the dearest reading.
+  /// It is read only on a tick that also reads the counters, so it may come up
+  /// to one slow_period after it is due. slow_period to 60000 ms.
+  std::chrono::milliseconds energy_period{1000};
   std::size_t capacity = 65536;  ///< samples kept (about 55 min at 50 ms)
 };
 
@@ -48,8 +52,8 @@ struct sampler_stats {
 
 class sampler {
  public:
-  /// Throws invalid_argument when the period is outside 1–1000 ms or the
-  /// capacity is 0.
+  /// Throws invalid_argument when the period is outside 1–1000 ms, the slow
+  /// or energy period outside its range (see sampler_options) or the capacity is 0.
   sampler(std::unique_ptr<sample_source> source, sampler_options options = {});
   ~sampler();  ///< stops the thread
   sampler(const sampler&) = delete;
