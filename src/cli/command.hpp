@@ -20,6 +20,7 @@ command add_monitor_command(CLI::App& parent);
 command add_who_command(CLI::App& parent);
 command add_wait_cool_command(CLI::App& parent);
 command add_model_command(CLI::App& parent);
+command add_nodes_command(CLI::App& parent);
 command add_release_check_command(CLI::App& parent);
 command add_heat_command(CLI::App& parent);
 command add_run_command(CLI::App& parent);

@@ -18,5 +18,6 @@ std::string_view run();
 std::string_view report();
 std::string_view compare();
 std::string_view exec();
+std::string_view nodes();
 
 }  // namespace coolbench::cli::help

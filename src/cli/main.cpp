@@ -51,6 +51,7 @@ int run(int argc, char** argv) {
   commands.push_back(add_exec_command(app));
 #ifdef COOLBENCH_HAVE_ENGINE
   commands.push_back(add_model_command(app));
+  commands.push_back(add_nodes_command(app));
 #endif
   try {
     app.parse(argc, argv);

@@ -134,13 +134,12 @@ struct device_state {
     own_bytes = std::max<std::int64_t>(
         0, own_bytes + static_cast<std::int64_t>(*now) - static_cast<std::int64_t>(*before));
     if (device_trace_on()) {
-      std::fprintf(stderr,
-                   "coolbench trace: GPU %d window closed: NVML %.2f -> %.2f MiB, own %.2f MiB, "
-                   "allocator %.2f MiB\n",
-                   ordinal, trace_mib(before), trace_mib(now),
-                   static_cast<double>(own_bytes) / 1048576.0,
-                   static_cast<double>(allocator.live_bytes() + allocator.cached_bytes()) /
-                       1048576.0);
+      std::fprintf(
+          stderr,
+          "coolbench trace: GPU %d window closed: NVML %.2f -> %.2f MiB, own %.2f MiB, "
+          "allocator %.2f MiB\n",
+          ordinal, trace_mib(before), trace_mib(now), static_cast<double>(own_bytes) / 1048576.0,
+          static_cast<double>(allocator.live_bytes() + allocator.cached_bytes()) / 1048576.0);
     }
   }
 

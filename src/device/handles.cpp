@@ -95,7 +95,11 @@ void owned_resource::reset() noexcept {
         destroy = std::move(it->second.destroy);
         m_state->adopted.erase(it);
         if (m_state->context_active && m_state->leases == 0) {
-          before = m_state->settled_process_bytes();
+          try {
+            before = m_state->settled_process_bytes();
+          } catch (const std::exception& e) {  // NVML failed: the share stays as it is
+            log_error("reading NVML before destroying an adopted resource", e);
+          }
           generation = m_state->generation.load();
           windows = m_state->windows_opened;
         }
@@ -111,10 +115,15 @@ void owned_resource::reset() noexcept {
     }
     if (before) {
       std::lock_guard lock(m_state->mutex);
-      // A window opened meanwhile counted the drop already; a release zeroed the share.
-      if (m_state->leases == 0 && m_state->context_active &&
-          m_state->windows_opened == windows && m_state->generation.load() == generation) {
-        m_state->count_own_change(before);
+      // A window opened meanwhile may have seen the drop or not: left uncounted
+      // rather than counted twice. A release zeroed the share anyway.
+      if (m_state->leases == 0 && m_state->context_active && m_state->windows_opened == windows &&
+          m_state->generation.load() == generation) {
+        try {
+          m_state->count_own_change(before);
+        } catch (const std::exception& e) {
+          log_error("reading NVML after destroying an adopted resource", e);
+        }
       }
     }
   }

@@ -126,13 +126,13 @@ release_report device::release(const release_options& options) {
   report.granularity_bytes = verdict.granularity;
   report.threshold_bytes = verdict.threshold;
   if (device_trace_on()) {
-    std::fprintf(stderr,
-                 "coolbench trace: GPU %d release check: %s (own %.2f MiB, leases %llu, "
-                 "allocator %.2f MiB)\n",
-                 s.ordinal, verdict.check.c_str(), static_cast<double>(s.own_bytes) / 1048576.0,
-                 static_cast<unsigned long long>(s.leases),
-                 static_cast<double>(s.allocator.live_bytes() + s.allocator.cached_bytes()) /
-                     1048576.0);
+    std::fprintf(
+        stderr,
+        "coolbench trace: GPU %d release check: %s (own %.2f MiB, leases %llu, "
+        "allocator %.2f MiB)\n",
+        s.ordinal, verdict.check.c_str(), static_cast<double>(s.own_bytes) / 1048576.0,
+        static_cast<unsigned long long>(s.leases),
+        static_cast<double>(s.allocator.live_bytes() + s.allocator.cached_bytes()) / 1048576.0);
   }
   if (verdict.refuse) throw release_refused(verdict.message);
   if (options.force) report.dangling = verdict.dangling;

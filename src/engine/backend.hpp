@@ -4,12 +4,14 @@
 // out through it. The engine core never includes a backend's own headers.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "coolbench/engine/graph.hpp"
 #include "coolbench/engine/tensor.hpp"
@@ -119,6 +121,16 @@ class backend {
   /// empty when there was none. Such a run cannot be recorded.
   [[nodiscard]] virtual std::string take_blocking_note() { return {}; }
 
+  // Node timing (session::node_times): marks on the backend's timeline.
+
+  /// Forgets earlier marks and makes the first one (before the first node).
+  virtual void begin_marks();
+  /// A mark after the work queued so far.
+  virtual void mark();
+  /// The time between consecutive marks since begin_marks(), in ms; waits
+  /// for the work marked.
+  [[nodiscard]] virtual std::vector<double> mark_intervals_ms();
+
   /// Whether begin_recording() works here (CUDA graphs).
   [[nodiscard]] virtual bool can_record() const noexcept { return false; }
   /// Makes what recorded work uses besides its tensors (library handles,
@@ -130,6 +142,9 @@ class backend {
   [[nodiscard]] virtual std::unique_ptr<recorded_work> end_recording();
   /// Ends a recording an exception cut short; the stream runs work again.
   virtual void abandon_recording() noexcept {}
+
+ private:
+  std::vector<std::chrono::steady_clock::time_point> m_host_marks;  // the host's marks
 };
 
 /// "cpu", "cuda" (GPU 0) or "cuda:N"; throws invalid_argument naming the

@@ -46,7 +46,7 @@ std::vector<bool> live_nodes(const std::vector<node>& nodes, const std::vector<v
   return live;
 }
 
-std::size_t remove_dead_nodes(graph& g) {
+std::size_t remove_dead_nodes(graph& g, bool keep_initializers) {
   const std::vector<bool> live = live_nodes(g.nodes, g.outputs, {});
   std::vector<node> kept;
   std::set<std::string> read;
@@ -58,7 +58,9 @@ std::size_t remove_dead_nodes(graph& g) {
   }
   const std::size_t removed = g.nodes.size() - kept.size();
   g.nodes = std::move(kept);
-  std::erase_if(g.initializers, [&](const auto& entry) { return !read.contains(entry.first); });
+  if (!keep_initializers) {
+    std::erase_if(g.initializers, [&](const auto& entry) { return !read.contains(entry.first); });
+  }
   return removed;
 }
 

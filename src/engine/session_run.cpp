@@ -240,16 +240,16 @@ void session::record_graph(plan& p) {
   }
 }
 
-void session::run_eager(plan& p, bool use_arena) {
+void session::run_eager(plan& p, bool use_arena, bool marks) {
   m_device_outputs.clear();  // frees their slots for this run
   static_cast<void>(m_backend->take_blocking_note());
   if (!use_arena) {
-    m_device_outputs = execute(p);
+    m_device_outputs = execute(p, marks);
   } else {
     p.memory->begin_replay();
     try {
       const source_scope scope(*m_backend, p.memory.get());
-      m_device_outputs = execute(p);
+      m_device_outputs = execute(p, marks);
     } catch (...) {
       p.memory->abandon();
       throw;
@@ -261,7 +261,7 @@ void session::run_eager(plan& p, bool use_arena) {
   p.warm_generation = m_backend->context_generation();
 }
 
-std::map<std::string, tensor> session::execute(plan& p) {
+std::map<std::string, tensor> session::execute(plan& p, bool marks) {
   const bool device = m_backend->on_device();
   std::map<std::string, tensor> values;
   const auto lookup = [&](const std::string& name) -> const tensor* {
@@ -289,10 +289,47 @@ std::map<std::string, tensor> session::execute(plan& p) {
     }
     outputs.clear();  // dropped now, so a recorded lifetime ends here
     for (const auto& name : p.drops[i]) values.erase(name);
+    if (marks) m_backend->mark();
   }
   std::map<std::string, tensor> result;
   for (const auto& v : p.g.outputs) result.insert_or_assign(v.name, *lookup(v.name));
   return result;
+}
+
+std::vector<node_time> session::node_times(std::size_t runs) {
+  if (runs == 0) throw invalid_argument("node_times needs at least one run");
+  prepare();  // the plan, constants and inputs; the device held until synchronize()
+  plan& p = *m_plan;
+  std::vector<node_time> times(p.g.nodes.size());
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    const node& n = p.g.nodes[i];
+    times[i] = {n.name, n.op_type, n.domain, 0.0, 0.0};
+  }
+  const bool device = m_backend->on_device();
+  try {
+    for (std::size_t run = 0; run <= runs; ++run) {  // run 0 warms up, untimed
+      m_outputs.clear();
+      m_backend->begin_marks();
+      if (device) {
+        run_eager(p, arena_usable(p), true);
+      } else {
+        m_outputs = execute(p, true);
+      }
+      const std::vector<double> intervals = m_backend->mark_intervals_ms();
+      complete();
+      if (run == 0) continue;
+      for (std::size_t i = 0; i < times.size() && i < intervals.size(); ++i) {
+        times[i].mean_ms += intervals[i] / static_cast<double>(runs);
+        times[i].min_ms = run == 1 ? intervals[i] : std::min(times[i].min_ms, intervals[i]);
+      }
+    }
+  } catch (...) {
+    m_in_flight = false;
+    m_backend->end_run();
+    throw;
+  }
+  m_backend->end_run();
+  return times;
 }
 
 }  // namespace coolbench::engine

@@ -9,6 +9,7 @@
 // the timed region. device() names the GPU, so the protocol gates and
 // watches it and releases it between contexts (release() drops the session
 // and every device tensor it holds; prepare() makes a new one).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include "coolbench/engine/model.hpp"
 #include "coolbench/engine/session.hpp"
 #include "coolbench/measure/workload.hpp"
+#include "coolbench/stats/summary.hpp"
 
 #ifdef COOLBENCH_MEASURE_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -270,6 +272,19 @@ class model_workload final : public workload {
     return timed_run(*m_session, m_timer);
   }
 
+  /// The nodes' times and how runs execute (profile_model_nodes).
+  [[nodiscard]] std::vector<engine::node_time> node_times(std::size_t runs) {
+    prepare();
+    return m_session->node_times(runs);
+  }
+  [[nodiscard]] std::string execution() const {
+    if (!m_session) return {};
+    const engine::execution_info info = m_session->execution();
+    std::string text(engine::to_string(info.mode));
+    if (!info.reason.empty()) text += " (" + info.reason + ")";
+    return text;
+  }
+
   void release() override {
     m_timer.reset();
     m_session.reset();
@@ -345,6 +360,27 @@ std::unique_ptr<workload> make_model_workload(const std::filesystem::path& model
                                               const std::map<std::string, std::int64_t>& dimensions,
                                               bool cuda_graph) {
   return std::make_unique<model_workload>(model, std::string(backend), dimensions, cuda_graph);
+}
+
+model_node_profile profile_model_nodes(const std::filesystem::path& model, std::string_view backend,
+                                       const std::map<std::string, std::int64_t>& dimensions,
+                                       bool cuda_graph, std::size_t runs) {
+  if (runs == 0) throw invalid_argument("profile_model_nodes needs at least one run");
+  model_workload w(model, std::string(backend), dimensions, cuda_graph);
+  model_node_profile profile;
+  profile.runs = runs;
+  std::vector<double> times;
+  for (std::size_t i = 0; i < 2 * runs; ++i) {
+    const double ms = w.run().latency_ms;
+    if (i >= runs) times.push_back(ms);  // the first half warms up
+  }
+  profile.least_run_ms = *std::min_element(times.begin(), times.end());
+  profile.median_run_ms = stats::median(times);
+  profile.execution = w.execution();
+  profile.description = w.describe();
+  profile.nodes = w.node_times(runs);
+  w.release();
+  return profile;
 }
 
 }  // namespace coolbench::measure

@@ -189,6 +189,29 @@ class py_session {
     return out;
   }
 
+  /// Each plan node's time with these feeds (engine::session::node_times).
+  py::list node_times(const py::dict& feeds, std::size_t runs) {
+    if (runs == 0) throw invalid_argument("node_times: runs must be at least 1");
+    auto inputs = tensors(feeds);
+    std::vector<engine::node_time> times;
+    {
+      py::gil_scoped_release no_gil;
+      for (auto& [name, value] : inputs) m_session->set_input(name, std::move(value));
+      times = m_session->node_times(runs);
+    }
+    py::list out;
+    for (const auto& t : times) {
+      py::dict d;
+      d["name"] = t.name;
+      d["op_type"] = t.op_type;
+      d["domain"] = t.domain;
+      d["mean_ms"] = t.mean_ms;
+      d["min_ms"] = t.min_ms;
+      out.append(d);
+    }
+    return out;
+  }
+
  private:
   [[nodiscard]] std::string input_list() const {
     std::string text;
@@ -261,6 +284,12 @@ run a model whose shapes are all static as one CUDA graph (False: kernel by kern
                              })
       .def("run", &py_session::run, py::arg("output_names"), py::arg("feeds"),
            "The outputs named (None: all, in the model's order) as numpy arrays.")
+      .def("node_times", &py_session::node_times, py::arg("feeds"), py::arg("runs") = 20,
+           "Each node of the session's plan (fusions included, in run order) as a dict: name, "
+           "op_type, domain, mean_ms and min_ms over `runs` runs node by node after one "
+           "untimed run (CUDA events between the nodes on a GPU, queued behind a wait so they "
+           "bracket GPU time; the host clock on the CPU). Where the time goes, not what a run "
+           "costs: use measure() for that.")
       .def(
           "release",
           [](py_session& s) {

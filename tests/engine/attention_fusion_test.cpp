@@ -13,6 +13,7 @@
 #include "engine/attention_graphs.hpp"
 #include "engine/backend.hpp"
 #include "engine/fusion/attention.hpp"
+#include "engine/fusion/passes.hpp"
 
 namespace coolbench::engine {
 namespace {
@@ -33,8 +34,47 @@ class attention_target final : public backend {
   }
 
  private:
+  // The views form's view (attention.hpp): [B, H, length, D] of `x`, from
+  // the four ints at `view`.
+  static tensor gather(const tensor& x, const std::int64_t* view, std::int64_t batch,
+                       std::int64_t heads, std::int64_t length, std::int64_t d) {
+    tensor t(dtype::float32, {batch, heads, length, d});
+    std::size_t at = 0;
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t h = 0; h < heads; ++h)
+        for (std::int64_t i = 0; i < length; ++i)
+          for (std::int64_t c = 0; c < d; ++c)
+            t.data<float>()[at++] = x.data<float>()[static_cast<std::size_t>(
+                view[0] + b * view[1] + h * view[2] + i * view[3] + c)];
+    return t;
+  }
+
   // coolbench.Attention in float32, the definition in attention.hpp written out.
   static void reference(const node& n, std::span<const tensor* const> in, std::span<tensor> out) {
+    if (n.has("views")) {
+      const auto& views = n.get<std::vector<std::int64_t>>("views");
+      const auto& s = n.get<std::vector<std::int64_t>>("shape");  // B, H, Sq, Sk, D
+      const tensor q = gather(*in[0], &views[0], s[0], s[1], s[2], s[4]);
+      const tensor k = gather(*in[1], &views[4], s[0], s[1], s[3], s[4]);
+      const tensor v = gather(*in[2], &views[8], s[0], s[1], s[3], s[4]);
+      std::vector<const tensor*> dense = {&q, &k, &v};
+      for (std::size_t i = 3; i < in.size(); ++i) dense.push_back(in[i]);
+      node plain = n;
+      plain.attributes.erase("views");
+      std::vector<tensor> o(1);
+      reference(plain, dense, o);
+      tensor placed(dtype::float32, n.get<std::vector<std::int64_t>>("output_shape"));
+      const std::int64_t* w = &views[12];
+      std::size_t at = 0;
+      for (std::int64_t b = 0; b < s[0]; ++b)
+        for (std::int64_t h = 0; h < s[1]; ++h)
+          for (std::int64_t i = 0; i < s[2]; ++i)
+            for (std::int64_t c = 0; c < s[4]; ++c)
+              placed.data<float>()[static_cast<std::size_t>(b * w[1] + h * w[2] + i * w[3] + c)] =
+                  o[0].data<float>()[at++];
+      out[0] = std::move(placed);
+      return;
+    }
     const tensor &q = *in[0], &k = *in[1], &v = *in[2];
     const tensor* bias = in.size() > 3 ? in[3] : nullptr;
     const tensor* mask = in.size() > 4 ? in[4] : nullptr;
@@ -226,7 +266,8 @@ TEST(attention_fusion, recognises_folded_causal_masks) {
   }
 }
 
-TEST(attention_fusion, fuses_coolbenchs_gpt2) {
+// coolbench's GPT-2: 2 layers of width 64, 4 heads.
+graph small_gpt2() {
   gpt2_config config;
   config.layers = 2;
   config.hidden = 64;
@@ -234,7 +275,11 @@ TEST(attention_fusion, fuses_coolbenchs_gpt2) {
   config.vocab = 91;
   config.positions = 64;
   config.sequence = 16;
-  const graph g = parse_onnx(make_gpt2_model(config), ".", "gpt2.onnx");
+  return parse_onnx(make_gpt2_model(config), ".", "gpt2.onnx");
+}
+
+TEST(attention_fusion, fuses_coolbenchs_gpt2) {
+  const graph g = small_gpt2();
   expect_fused_equal(g, {{"batch", 2}, {"sequence", 16}}, 2, "coolbench gpt2");
   graph folded = g;
   specialize_and_fuse(folded, {{"batch", 1}, {"sequence", 7}});
@@ -289,6 +334,145 @@ TEST(attention_fusion, leaves_a_target_without_attention) {
   const auto cpu = make_backend("cpu");
   EXPECT_EQ(fuse_attention(g, fusion_context{shapes, *cpu}), 0U);
   EXPECT_EQ(count(g, "Softmax"), 1U);
+}
+
+}  // namespace
+}  // namespace coolbench::engine
+
+namespace coolbench::engine {
+namespace {
+
+// The attention pass and the layout pass after it; returns the layout
+// pass's rewrites. `g` is compared with its unfused self on random inputs.
+std::size_t fuse_with_layout(graph& g, const symbol_bindings& bound, const std::string& what) {
+  graph unfused = g;
+  fold_constants(unfused, bound);
+  fold_constants(g, bound);
+  remove_dead_nodes(g);
+  const auto shapes = infer_shapes(g, bound);
+  attention_target target;
+  const fusion_context context{shapes, target};
+  static_cast<void>(fuse_attention(g, context));
+  const std::size_t made = fusion_detail::fuse_attention_layout(g, context);
+  std::mt19937 rng(23);
+  values inputs;
+  for (const auto& v : g.inputs) inputs[v.name] = random_input(v, bound, rng);
+  const values want = evaluate(unfused, inputs);
+  const values got = evaluate(g, inputs);
+  for (const auto& out : g.outputs)
+    expect_close(got.at(out.name), want.at(out.name), what + " " + out.name);
+  return made;
+}
+
+TEST(attention_layout, reads_a_qkv_projection_in_place) {
+  for (const mask_kind mask : {mask_kind::none, mask_kind::causal_where, mask_kind::causal_add}) {
+    attention_spec s;
+    s.batch = 2, s.heads = 3, s.sq = 5, s.sk = 5, s.head_dim = 4, s.mask = mask;
+    s.split_scale = mask == mask_kind::causal_add;
+    const std::string what = "mask " + std::to_string(static_cast<int>(mask));
+    graph g = qkv_projection_graph(s);
+    ASSERT_EQ(fuse_with_layout(g, {}, what), 1U) << what;
+    EXPECT_EQ(count(g, "Transpose"), 0U) << what;
+    EXPECT_EQ(count(g, "Split"), 0U) << what;
+    EXPECT_EQ(count(g, "Reshape"), 0U) << what;
+    ASSERT_EQ(count(g, "Attention"), 1U) << what;
+    for (const node& n : g.nodes) {
+      if (n.op_type != "Attention") continue;
+      EXPECT_EQ(n.inputs, (std::vector<std::string>{"x", "x", "x"}));
+      // x is [2, 5, 36]: batch stride 180, head stride 4, row stride 36;
+      // out is [2, 5, 12]: 60, 4, 12.
+      EXPECT_EQ(
+          n.get<std::vector<std::int64_t>>("views"),
+          (std::vector<std::int64_t>{0, 180, 4, 36, 12, 180, 4, 36, 24, 180, 4, 36, 0, 60, 4, 12}));
+      EXPECT_EQ(n.outputs[0], "out");
+    }
+  }
+}
+
+std::string attention_output(const graph& g) {
+  for (const node& n : g.nodes) {
+    if (n.op_type == "Attention") return n.outputs[0];
+  }
+  return {};
+}
+
+TEST(attention_layout, keeps_what_something_else_reads) {
+  attention_spec s;
+  s.heads = 2, s.head_dim = 4;
+  {  // the context in [B, H, S, D] is a graph output: read in place, written as it was
+    graph g = qkv_projection_graph(s);
+    g.outputs.push_back(input("context", dtype::float32, {1, 2, 5, 4}));
+    EXPECT_EQ(fuse_with_layout(g, {}, "context read"), 1U);
+    EXPECT_EQ(attention_output(g), "context");
+    EXPECT_EQ(count(g, "Split"), 0U);
+    EXPECT_EQ(count(g, "Transpose"), 1U);  // the output's
+  }
+  {  // the transposed context is read too: written there, its Reshape stays
+    graph g = qkv_projection_graph(s);
+    g.outputs.push_back(input("context_t", dtype::float32, {1, 5, 2, 4}));
+    EXPECT_EQ(fuse_with_layout(g, {}, "context_t read"), 1U);
+    EXPECT_EQ(attention_output(g), "context_t");
+    EXPECT_EQ(count(g, "Transpose"), 0U);
+    EXPECT_EQ(count(g, "Reshape"), 1U);
+  }
+  {  // q, k and v are graph inputs the attention reads as they are: nothing to do
+    graph g = attention_graph(s);
+    EXPECT_EQ(fuse_with_layout(g, {}, "plain"), 0U);
+  }
+  {  // v's rows are not contiguous in x (its last two axes swapped, H == D):
+     // v is read as the attention's input is, q and k in place
+    attention_spec square;
+    square.heads = 4, square.head_dim = 4;
+    graph g = qkv_projection_graph(square);
+    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+      if (g.nodes[i].outputs[0] != "v_heads") continue;
+      g.nodes[i].outputs[0] = "v_unswapped";
+      g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                     make("Transpose", {"v_unswapped"}, {"v_heads"},
+                          {{"perm", std::vector<std::int64_t>{0, 1, 3, 2}}}));
+      break;
+    }
+    EXPECT_EQ(fuse_with_layout(g, {}, "v swapped"), 1U);
+    for (const node& n : g.nodes) {
+      if (n.op_type == "Attention") {
+        EXPECT_EQ(n.inputs[0], "x");
+        EXPECT_EQ(n.inputs[1], "x");
+        EXPECT_EQ(n.inputs[2], "v");
+      }
+    }
+  }
+}
+
+TEST(attention_layout, reads_through_every_prefill_export) {
+  const symbol_bindings text{{"batch", 2}, {"sequence", 16}};
+  const std::vector<std::pair<const char*, symbol_bindings>> cases = {
+      {"test_gpt2_torchscript_op18_nopast", text},
+      {"test_gpt2_dynamo_op18_nopast", text},
+      {"test_gpt2_torchscript_op18_past", {{"batch", 2}, {"sequence", 4}, {"past_sequence", 8}}},
+      {"test_bert_torchscript_op14", text},
+      {"test_bert_dynamo_op18", text},
+      {"test_distilbert_torchscript_op18", text},
+      {"test_vit_torchscript_op18", {{"batch", 2}}},
+      {"test_vit_dynamo_op18", {{"batch", 2}}}};
+  for (const auto& [folder, bound] : cases) {
+    graph g = load_onnx(k_models / folder / "model.onnx");
+    EXPECT_EQ(fuse_with_layout(g, bound, folder), 2U) << folder << ": both layers in place";
+    // With a past, the split's k and v are also the presents: it stays.
+    if (!std::string_view(folder).ends_with("_past")) {
+      EXPECT_EQ(count(g, "Split"), 0U) << folder;
+    }
+  }
+  // Decode: k and v are concatenated with the past, q is read in place.
+  for (const char* folder : {"test_gpt2_torchscript_op18_past", "test_gpt2_dynamo_op18_past"}) {
+    graph g = load_onnx(k_models / folder / "model.onnx");
+    EXPECT_EQ(fuse_with_layout(g, {{"batch", 2}, {"sequence", 1}, {"past_sequence", 8}}, folder),
+              2U)
+        << folder << " decode";
+  }
+  graph g = small_gpt2();
+  EXPECT_EQ(fuse_with_layout(g, {{"batch", 2}, {"sequence", 16}}, "coolbench gpt2"), 2U);
+  EXPECT_EQ(count(g, "Split"), 0U);
+  EXPECT_EQ(count(g, "Transpose"), 0U);
 }
 
 }  // namespace

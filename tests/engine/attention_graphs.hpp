@@ -71,27 +71,22 @@ inline value_info input(std::string name, dtype type, const shape_t& shape) {
   return v;
 }
 
-inline graph attention_graph(const attention_spec& s) {
-  graph g;
-  g.name = "attention";
-  g.opset = 18;
+/// Scores of q and kᵀ ([B, H, D, Sk]), the scale, the mask, Softmax and the
+/// MatMul with v into `out`, appended to `g` (inputs and initializers added
+/// as the spec's mask needs).
+inline void append_attention(graph& g, const attention_spec& s, const std::string& q,
+                             const std::string& kt, const std::string& v, const std::string& out) {
   const dtype t = s.type;
-  g.inputs = {input("q", t, {s.batch, s.heads, s.sq, s.head_dim}),
-              input("k", t, {s.batch, s.heads, s.sk, s.head_dim}),
-              input("v", t, {s.batch, s.heads, s.sk, s.head_dim})};
-  g.outputs = {input("out", t, {s.batch, s.heads, s.sq, s.head_dim})};
   const float root = std::sqrt(static_cast<float>(s.head_dim));
-  g.nodes.push_back(
-      make("Transpose", {"k"}, {"kt"}, {{"perm", std::vector<std::int64_t>{0, 1, 3, 2}}}));
   std::string scores = "scores";
   if (s.split_scale) {
     g.initializers["quarter_root"] = float_scalar(t, 1 / std::sqrt(root));
-    g.nodes.push_back(make("Mul", {"q", "quarter_root"}, {"q_scaled"}));
-    g.nodes.push_back(make("Mul", {"kt", "quarter_root"}, {"kt_scaled"}));
+    g.nodes.push_back(make("Mul", {q, "quarter_root"}, {"q_scaled"}));
+    g.nodes.push_back(make("Mul", {kt, "quarter_root"}, {"kt_scaled"}));
     g.nodes.push_back(make("MatMul", {"q_scaled", "kt_scaled"}, {scores}));
   } else {
     g.initializers["root"] = float_scalar(t, root);
-    g.nodes.push_back(make("MatMul", {"q", "kt"}, {"raw_scores"}));
+    g.nodes.push_back(make("MatMul", {q, kt}, {"raw_scores"}));
     g.nodes.push_back(make("Div", {"raw_scores", "root"}, {scores}));
   }
   std::string logits = scores;
@@ -129,7 +124,60 @@ inline graph attention_graph(const attention_spec& s) {
     g.nodes.push_back(make("Where", {"nan", "zero", "probs"}, {"guarded"}));
     probs = "guarded";
   }
-  g.nodes.push_back(make("MatMul", {probs, "v"}, {"out"}));
+  g.nodes.push_back(make("MatMul", {probs, v}, {out}));
+}
+
+inline graph attention_graph(const attention_spec& s) {
+  graph g;
+  g.name = "attention";
+  g.opset = 18;
+  const dtype t = s.type;
+  g.inputs = {input("q", t, {s.batch, s.heads, s.sq, s.head_dim}),
+              input("k", t, {s.batch, s.heads, s.sk, s.head_dim}),
+              input("v", t, {s.batch, s.heads, s.sk, s.head_dim})};
+  g.outputs = {input("out", t, {s.batch, s.heads, s.sq, s.head_dim})};
+  g.nodes.push_back(
+      make("Transpose", {"k"}, {"kt"}, {{"perm", std::vector<std::int64_t>{0, 1, 3, 2}}}));
+  append_attention(g, s, "q", "kt", "v", "out");
+  return g;
+}
+
+inline tensor int64_list(const std::vector<std::int64_t>& values) {
+  tensor t(dtype::int64, {static_cast<std::int64_t>(values.size())});
+  for (std::size_t i = 0; i < values.size(); ++i) t.data<std::int64_t>()[i] = values[i];
+  return t;
+}
+
+/// Self-attention over one QKV projection as GPT-2 writes it: x [B, S, 3·H·D]
+/// split into q, k, v, each reshaped to [B, S, H, D] and transposed to heads
+/// (k straight to [B, H, D, S]); the output transposed back and reshaped
+/// to [B, S, H·D]. sk must equal sq.
+inline graph qkv_projection_graph(const attention_spec& s) {
+  graph g;
+  g.name = "attention over a QKV projection";
+  g.opset = 18;
+  const dtype t = s.type;
+  const std::int64_t width = s.heads * s.head_dim;
+  g.inputs = {input("x", t, {s.batch, s.sq, 3 * width})};
+  g.outputs = {input("out", t, {s.batch, s.sq, width})};
+  g.initializers["split_sizes"] = int64_list({width, width, width});
+  g.initializers["heads_shape"] = int64_list({s.batch, s.sq, s.heads, s.head_dim});
+  g.initializers["merged_shape"] = int64_list({s.batch, s.sq, width});
+  g.nodes.push_back(
+      make("Split", {"x", "split_sizes"}, {"xq", "xk", "xv"}, {{"axis", std::int64_t{2}}}));
+  for (const char* part : {"q", "k", "v"}) {
+    g.nodes.push_back(
+        make("Reshape", {std::string("x") + part, "heads_shape"}, {std::string(part) + "_heads"}));
+  }
+  const auto perm = [](std::vector<std::int64_t> p) {
+    return std::map<std::string, attribute>{{"perm", std::move(p)}};
+  };
+  g.nodes.push_back(make("Transpose", {"q_heads"}, {"q"}, perm({0, 2, 1, 3})));
+  g.nodes.push_back(make("Transpose", {"k_heads"}, {"kt"}, perm({0, 2, 3, 1})));
+  g.nodes.push_back(make("Transpose", {"v_heads"}, {"v"}, perm({0, 2, 1, 3})));
+  append_attention(g, s, "q", "kt", "v", "context");
+  g.nodes.push_back(make("Transpose", {"context"}, {"context_t"}, perm({0, 2, 1, 3})));
+  g.nodes.push_back(make("Reshape", {"context_t", "merged_shape"}, {"out"}));
   return g;
 }
 

@@ -115,6 +115,16 @@ void expect_close(const tensor& got, const tensor& want, const std::string& what
   EXPECT_EQ(bad, 0U) << what << ": max |difference| " << worst;
 }
 
+// "fma" forces the float32 FMA kernel for every dtype; "default" lets the
+// backend pick (tensor cores for 16-bit on sm_90).
+void select_kernel(const std::string& kernel) {
+  if (kernel == "fma") {
+    ::setenv("COOLBENCH_ATTENTION_KERNEL", "fma", 1);
+  } else {
+    ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
+  }
+}
+
 struct kernel_case {
   std::int64_t sq, past, head_dim;
   mask_kind mask;
@@ -122,10 +132,15 @@ struct kernel_case {
 };
 
 void check_kernel(const attention_spec& s, backend& cpu, cuda::cuda_backend& gpu,
-                  const std::string& what) {
-  graph fused = attention_graph(s);
+                  const std::string& what, bool qkv_projection = false) {
+  graph fused = qkv_projection ? qkv_projection_graph(s) : attention_graph(s);
   const graph unfused = fused;
   ASSERT_EQ(fuse_for(fused, gpu), 1U) << what;
+  if (qkv_projection) {  // read and written in place: no head transposes, no split
+    for (const node& n : fused.nodes) {
+      EXPECT_TRUE(n.op_type != "Transpose" && n.op_type != "Split") << what << ": " << n.name;
+    }
+  }
   std::mt19937 rng(static_cast<unsigned>(s.sq * 131 + s.sk * 7 + s.head_dim));
   values inputs;
   for (const auto& v : unfused.inputs) {
@@ -164,11 +179,7 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
   // float16 and bfloat16 on the tensor-core kernel (sm_90), then again on
   // the FMA kernel every dtype can take.
   for (const char* kernel : {"default", "fma"}) {
-    if (std::string(kernel) == "fma") {
-      ::setenv("COOLBENCH_ATTENTION_KERNEL", "fma", 1);
-    } else {
-      ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
-    }
+    select_kernel(kernel);
     for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
       if (type == dtype::float32 && std::string(kernel) == "fma") continue;  // fma already
       for (const auto& c : cases) {
@@ -199,6 +210,40 @@ TEST(cuda_attention, many_batches_and_heads) {
     s.mask = mask_kind::bias;
     check_kernel(s, *cpu, gpu, "8 x 96 heads, sq " + std::to_string(sq));
   }
+}
+
+// The views form (the attention_layout pass): q, k and v read in place from
+// one [B, S, 3·H·D] projection, the output written as [B, S, H·D]; 16-byte
+// rows (head_dim 64, 128) and others (40, an odd head count), every kernel.
+TEST(cuda_attention, views_of_a_qkv_projection_match_the_cpu) {
+  REQUIRE_GPU();
+  const auto cpu = make_backend("cpu");
+  const auto gpu_backend = make_backend("cuda:0");
+  auto& gpu = dynamic_cast<cuda::cuda_backend&>(*gpu_backend);
+  gpu.poison_allocations(true);
+  struct shape_case {
+    std::int64_t sq, heads, head_dim;
+  };
+  const shape_case shapes[] = {{1, 3, 64}, {7, 3, 40}, {128, 12, 64}, {200, 2, 128}};
+  for (const char* kernel : {"default", "fma"}) {
+    select_kernel(kernel);
+    for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
+      for (const auto& c : shapes) {
+        for (const auto mask : {mask_kind::none, mask_kind::causal_where}) {
+          attention_spec s;
+          s.type = type, s.batch = 2, s.heads = c.heads, s.sq = c.sq, s.sk = c.sq;
+          s.head_dim = c.head_dim, s.mask = mask;
+          check_kernel(s, *cpu, gpu,
+                       std::string(kernel) + " qkv " + std::string(to_string(type)) + " sq " +
+                           std::to_string(c.sq) + " heads " + std::to_string(c.heads) + " d " +
+                           std::to_string(c.head_dim) + " mask " +
+                           std::to_string(static_cast<int>(mask)),
+                       true);
+        }
+      }
+    }
+  }
+  ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
 }
 
 const std::filesystem::path k_models = COOLBENCH_TEST_MODELS;

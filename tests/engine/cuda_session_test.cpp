@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -190,6 +191,32 @@ TEST(cuda_session, graph_runs_allocate_nothing_and_survive_releases) {
   s.run();
   EXPECT_EQ(s.output(0).shape()[1], 8);
   EXPECT_EQ(s.execution().mode, execution_mode::graph) << s.execution().reason;
+}
+
+// Node timing on the GPU: events between the nodes of an eager run over the
+// arena; the graph survives it, and both give the same bytes.
+TEST(cuda_session, node_times_run_beside_the_graph) {
+  REQUIRE_GPU();
+  session s(small_gpt2(dtype::float16), "cuda:0");
+  set_inputs(s, 1, 16);
+  s.run();
+  const tensor first = s.output(0);
+  const std::vector<node_time> times = s.node_times(5);
+  ASSERT_EQ(times.size(), s.node_count());
+  double total = 0.0;
+  for (const node_time& t : times) {
+    EXPECT_GT(t.min_ms, 0.0) << t.name << " (" << t.op_type << ")";
+    total += t.mean_ms;
+  }
+  std::printf("RECORD node times: %zu nodes, %.4f ms in all (mean of 5 eager runs)\n", times.size(),
+              total);
+  EXPECT_TRUE(same_bytes(s.output(0), first));
+  s.run();
+  EXPECT_EQ(s.execution().mode, execution_mode::graph) << s.execution().reason;
+  EXPECT_TRUE(same_bytes(s.output(0), first));
+  // After a device release the events are made again.
+  ASSERT_TRUE(device::device::get(0).release().released);
+  EXPECT_EQ(s.node_times(2).size(), times.size());
 }
 
 // The device error flag is still read after a graph launch: an index out of

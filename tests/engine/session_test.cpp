@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -41,6 +42,42 @@ TEST(session, runs_the_add_model) {
   EXPECT_EQ(&s.output(0), &c);
   s.release();
   EXPECT_THROW((void)s.output("C"), invalid_argument);
+}
+
+// Node timing on the CPU: one entry per plan node, in run order, with the
+// outputs of an ordinary run.
+TEST(session, node_times_time_each_node_of_the_plan) {
+  gpt2_config config;
+  config.layers = 1;
+  config.hidden = 32;
+  config.heads = 2;
+  config.vocab = 50;
+  config.positions = 16;
+  config.sequence = 8;
+  session s(parse_onnx(make_gpt2_model(config), ".", "gpt2.onnx"),
+            {{{"batch", 1}, {"sequence", 8}}});
+  tensor ids(dtype::int64, {1, 8});
+  for (std::int64_t i = 0; i < 8; ++i)
+    ids.data<std::int64_t>()[static_cast<std::size_t>(i)] = i * 5;
+  s.set_input("input_ids", ids);
+  EXPECT_THROW((void)s.node_times(0), invalid_argument);
+  const std::vector<node_time> times = s.node_times(3);
+  ASSERT_EQ(times.size(), s.node_count());
+  double total = 0.0;
+  bool has_matmul = false;
+  for (const node_time& t : times) {
+    EXPECT_FALSE(t.op_type.empty());
+    EXPECT_GE(t.min_ms, 0.0);
+    EXPECT_GE(t.mean_ms, t.min_ms);
+    total += t.mean_ms;
+    has_matmul = has_matmul || t.op_type == "MatMul" || t.op_type == "Gemm";
+  }
+  EXPECT_TRUE(has_matmul);
+  EXPECT_GT(total, 0.0);
+  const tensor timed = s.output(0);
+  s.run();
+  ASSERT_EQ(timed.bytes(), s.output(0).bytes());
+  EXPECT_EQ(std::memcmp(timed.raw().data(), s.output(0).raw().data(), timed.bytes()), 0);
 }
 
 TEST(session, wrong_inputs_say_expected_versus_got) {

@@ -252,6 +252,24 @@ def test_bfloat16_takes_float32_and_gives_float32(tmp_path):
         s.run(None, {"a": a.astype(np.float16), "b": b})
 
 
+def test_node_times_list_every_plan_node(gpt2_model):
+    s = coolbench.Session(gpt2_model, device="cpu", dims={"batch": 1, "sequence": 8})
+    times = s.node_times({"input_ids": _ids()}, runs=3)
+    assert len(times) > 10
+    assert {"MatMul", "Softmax"} <= {t["op_type"] for t in times}
+    for t in times:
+        assert set(t) == {"name", "op_type", "domain", "mean_ms", "min_ms"}
+        assert t["mean_ms"] >= t["min_ms"] >= 0
+    assert sum(t["mean_ms"] for t in times) > 0
+    # The outputs are those of an ordinary run.
+    (after,) = s.run(None, {"input_ids": _ids()})
+    assert np.isfinite(after).all()
+    with pytest.raises(ValueError, match="runs must be at least 1"):
+        s.node_times({"input_ids": _ids()}, runs=0)
+    with pytest.raises(ValueError, match="missing"):
+        s.node_times({}, runs=1)
+
+
 def test_execution_says_how_a_cpu_session_runs(gpt2_model):
     s = coolbench.Session(gpt2_model, device="cpu", dims={"batch": 1, "sequence": 8},
                           fuse=False, cuda_graph=False)

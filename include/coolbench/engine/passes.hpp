@@ -64,8 +64,9 @@ inline constexpr std::int64_t k_fold_max_elements = 64 * 1024;
 std::size_t fold_constants(graph& g, const symbol_bindings& bound = {},
                            std::int64_t max_elements = k_fold_max_elements);
 
-/// Drops the nodes none of whose outputs reach a graph output, and the
-/// initializers no remaining node reads. Returns how many nodes were dropped.
-std::size_t remove_dead_nodes(graph& g);
+/// Drops the nodes none of whose outputs reach a graph output, and (unless
+/// `keep_initializers`) the initializers no remaining node reads. Returns how
+/// many nodes were dropped.
+std::size_t remove_dead_nodes(graph& g, bool keep_initializers = false);
 
 }  // namespace coolbench::engine

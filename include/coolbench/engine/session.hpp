@@ -98,6 +98,15 @@ struct execution_info {
   /// the caching allocator's cache): constant in runs from the arena.
   std::uint64_t device_allocations = 0;
 };
+/// One node's time in runs node by node (session::node_times).
+struct node_time {
+  std::string name;      ///< the node's name in the plan (a fused node's is its pass's)
+  std::string op_type;   ///< "MatMul", "FusedAttention", ...
+  std::string domain;    ///< "" for ONNX, "coolbench" for a fused node
+  double mean_ms = 0.0;  ///< over the timed runs
+  double min_ms = 0.0;
+};
+
 class session {
  public:
   /// Takes a loaded graph and a backend name ("cpu", "cuda", "cuda:N").
@@ -150,6 +159,16 @@ class session {
   [[nodiscard]] void* stream();
   /// How runs execute, and why not as a graph.
   [[nodiscard]] execution_info execution() const;
+  /// Each node's time: `runs` runs node by node (after one untimed run),
+  /// with a mark on the backend's timeline before the first node and after
+  /// each (CUDA events on the stream on a device, the host clock on the CPU).
+  /// On a device each timed run is queued behind a wait kernel, so the marks
+  /// bracket GPU time rather than the host's launches. The nodes are the
+  /// current plan's, fusions included, in run order. Events cost a little
+  /// and a graph launch has no gaps, so the sum exceeds a graph run's time:
+  /// the shares say where the time goes. The inputs must be set; the
+  /// outputs are those of the last timed run.
+  [[nodiscard]] std::vector<node_time> node_times(std::size_t runs = 20);
   /// Rewrites the fusion passes made in the current plan, by pass name.
   [[nodiscard]] const std::map<std::string, std::size_t>& fusion_counts() const noexcept;
   /// An output of the last run; on a device backend copied to the host when
@@ -182,8 +201,9 @@ class session {
   void stage_inputs(plan& p);
   void record_memory(plan& p);
   void record_graph(plan& p);
-  void run_eager(plan& p, bool use_arena);
-  [[nodiscard]] std::map<std::string, tensor> execute(plan& p);
+  void run_eager(plan& p, bool use_arena, bool marks = false);
+  /// Runs the plan's nodes; with `marks`, a mark after each node.
+  [[nodiscard]] std::map<std::string, tensor> execute(plan& p, bool marks = false);
   void complete() const;  // synchronizes a launched run
   [[nodiscard]] bool arena_usable(const plan& p) const;
   [[nodiscard]] bool graph_usable(const plan& p) const;

@@ -28,6 +28,7 @@
 namespace coolbench::engine {
 class session;
 class tensor;
+struct node_time;
 }  // namespace coolbench::engine
 
 namespace coolbench::measure {
@@ -148,6 +149,25 @@ void validate(const gemm_chain_spec& spec);
 [[nodiscard]] std::unique_ptr<workload> make_command_workload(
     std::vector<std::string> argv, int device,
     std::chrono::seconds line_timeout = std::chrono::seconds(60));
+
+/// Where a model's time goes (coolbench nodes): the model as
+/// make_model_workload runs it, on the same seeded random inputs.
+struct model_node_profile {
+  std::string description;  ///< the workload's describe()
+  std::string execution;    ///< how ordinary runs execute: "graph", "eager (why)", "host"
+  std::size_t runs = 0;     ///< ordinary runs timed, and node-by-node runs timed
+  double least_run_ms = 0;  ///< the least ordinary run, timed as the workload times it
+  double median_run_ms = 0;
+  std::vector<engine::node_time> nodes;  ///< the plan's nodes in run order
+};
+
+/// Times `runs` ordinary runs after `runs` warm-up runs, then the nodes
+/// (engine::session::node_times, `runs` runs). No protocol: no gating, one
+/// context. Only in a build with the engine; throws as make_model_workload.
+[[nodiscard]] model_node_profile profile_model_nodes(
+    const std::filesystem::path& model, std::string_view backend = "cpu",
+    const std::map<std::string, std::int64_t>& dimensions = {}, bool cuda_graph = true,
+    std::size_t runs = 20);
 
 /// A session the caller made (engine/session.hpp), run with `inputs` (set
 /// again after each release()): what coolbench.measure(session, feeds)

@@ -20,6 +20,7 @@
 #include "cli/help.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/live_line.hpp"
+#include "cli/model_choice.hpp"
 #include "cli/protocol_flags.hpp"
 #include "coolbench/device/device.hpp"
 #include "coolbench/report.hpp"
@@ -53,67 +54,6 @@ struct run_options {
   double same_within = 0.01;
   bool quiet = false;
 };
-
-std::map<std::string, std::int64_t> parse_dims(const std::vector<std::string>& dims) {
-  std::map<std::string, std::int64_t> out;
-  for (const auto& d : dims) {
-    const auto eq = d.find('=');
-    char* end = nullptr;
-    const long long value =
-        eq == std::string::npos ? 0 : std::strtoll(d.c_str() + eq + 1, &end, 10);
-    if (eq == std::string::npos || eq == 0 || end == nullptr || *end != '\0' || value < 1) {
-      throw invalid_argument(
-          "--dim takes NAME=VALUE with VALUE >= 1, e.g. --dim sequence=128; got '" + d + "'");
-    }
-    out[d.substr(0, eq)] = value;
-  }
-  return out;
-}
-
-#ifdef COOLBENCH_HAVE_ENGINE
-/// The built-in default: GPT-2 small, written once into the user's cache;
-/// float16 for a GPU, float32 for the CPU backend (its float16 kernels
-/// convert each element, so fp32 is the CPU's fast case).
-std::filesystem::path default_model(bool half, bool quiet) {
-  const char* cache = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  const std::filesystem::path folder =
-      cache != nullptr && *cache != '\0'
-          ? std::filesystem::path(cache) / "coolbench"
-          : std::filesystem::path(home != nullptr ? home : ".") / ".cache" / "coolbench";
-  const auto path = folder / (half ? "gpt2-small-fp16-seed1.onnx" : "gpt2-small-seed1.onnx");
-  if (!std::filesystem::exists(path)) {
-    std::error_code ec;
-    std::filesystem::create_directories(folder, ec);
-    if (!quiet) fmt::print("writing GPT-2 small (124M parameters) to {} ...\n", path.string());
-    engine::gpt2_config config;
-    if (half) config.element_type = engine::dtype::float16;
-    engine::write_gpt2_model(config, path);
-  }
-  return path;
-}
-
-/// The engine backend for --device: "cpu", "cuda:N", or (not given) "cuda:0"
-/// when a GPU is seen, else "cpu" with one line saying so (unless quiet). An explicit
-/// ordinal is checked here: not_available without a driver (exit 3),
-/// invalid_argument for a GPU that does not exist (exit 4).
-std::string model_backend(const std::string& device, bool quiet) {
-  if (device == "cpu") return "cpu";
-  if (device.empty()) {
-    if (device::device::count() > 0) return "cuda:0";
-    // Not an error, so on stdout; the summary names the backend as well.
-    if (!quiet) {
-      fmt::print(
-          "no NVIDIA GPU or driver found: running the model on the CPU (choose with --device "
-          "cpu or --device N)\n");
-    }
-    return "cpu";
-  }
-  const int ordinal = std::stoi(device);
-  (void)device::device::get(ordinal);
-  return "cuda:" + device;
-}
-#endif
 
 /// The workload to measure: a GPU workload spec, or a model (the built-in GPT-2 small when
 /// neither is given). Null after saying why when the model file cannot be read.
@@ -228,14 +168,7 @@ command add_run_command(CLI::App& parent) {
                   "or gemm:DTYPE:gpt2-small (docs/measure.md)");
   app->add_option("--device", o->device,
                   "cpu, or the GPU by CUDA ordinal (default: GPU 0 when there is one, else cpu)")
-      ->check([](const std::string& value) -> std::string {
-        if (value == "cpu") return {};
-        if (!value.empty() && value.size() <= 4 &&
-            value.find_first_not_of("0123456789") == std::string::npos) {
-          return {};
-        }
-        return "must be cpu or a CUDA ordinal (0, 1, ...), got '" + value + "'";
-      });
+      ->check(check_model_device);
   app->add_option("--dim", o->dims, "Bind a symbolic input dimension: NAME=VALUE (repeatable)");
   app->add_flag("--no-cuda-graph", o->no_cuda_graph,
                 "Run a model on the GPU kernel by kernel, not as one CUDA graph");

@@ -394,7 +394,9 @@ std::size_t fuse_attention(graph& g, const fusion_context& context) {
     }
   }
   g.nodes = std::move(nodes);
-  remove_dead_nodes(g);
+  // Initializers stay: a session's plan borrows the model's, and gives back
+  // those no node reads any more once fusion is done (session.cpp).
+  remove_dead_nodes(g, true);
   return replacements.size();
 }
 

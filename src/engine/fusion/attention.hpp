@@ -11,6 +11,13 @@
 //     mask's true elements are the kept ones), zero_empty_rows (int: a row
 //     with every score -inf gives 0, as the exporters' IsNaN guard makes it;
 //     else NaN, as Softmax gives).
+//   the views form (attribute views, made by the attention_layout pass):
+//     q, k and v are any tensors the attention reads in place, and out is
+//     written in place of the transposes and reshapes that followed it.
+//     shape = [B, H, Sq, Sk, D]; views = 16 ints, [offset, batch stride,
+//     head stride, row stride] of q, k, v and out in that order (element
+//     (b, h, i, c) of q is q's element offset + b·s_b + h·s_h + i·s_row + c;
+//     out's offset is 0); output_shape is out's shape.
 #pragma once
 
 #include <cstddef>

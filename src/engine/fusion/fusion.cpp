@@ -12,6 +12,8 @@ std::span<const fusion_entry> fusion_passes() {
   static const std::vector<fusion_entry> passes = {
       // Attention first: it needs the MatMuls and the Softmax the others would take.
       {"attention", fuse_attention},
+      // Right after it: the head transposes and the QKV split it can read through.
+      {"attention_layout", fusion_detail::fuse_attention_layout},
       {"gemm_epilogue", fusion_detail::fuse_gemm_epilogues},
       {"layer_norm", fusion_detail::fuse_layer_norms},
       {"elementwise", fusion_detail::fuse_elementwise_chains},

@@ -12,6 +12,10 @@ namespace coolbench::engine::fusion_detail {
 /// form, as one op or decomposed) or a residual Add: FusedGemm.
 std::size_t fuse_gemm_epilogues(graph& g, const fusion_context& context);
 
+/// Attention over the heads of [B, S, H·D] projections reads and writes them
+/// in place (the views form of attention.hpp): attention_layout.cpp.
+std::size_t fuse_attention_layout(graph& g, const fusion_context& context);
+
 /// LayerNormalization over the last axis (the opset-17 op or the opset-14
 /// decomposition), with the residual Add before it: FusedLayerNorm.
 std::size_t fuse_layer_norms(graph& g, const fusion_context& context);

@@ -95,12 +95,13 @@ __global__ void __launch_bounds__(k_threads, 4)
   const std::int64_t bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads;
   const std::int64_t m0 = std::int64_t{blockIdx.y} * k_rows;
   const std::int64_t d = p.head_dim;
-  const T* qb = q + bh * p.sq * d;
+  const T* qb = q + b * p.q_stride[0] + h * p.q_stride[1];
   const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1];
   const T* vb = v + b * p.v_stride[0] + h * p.v_stride[1];
   for (int e = threadIdx.x; e < k_rows * Dim; e += k_threads) {
     const int r = e / Dim, c = e % Dim;
-    qs[r * (Dim + 1) + c] = m0 + r < p.sq && c < d ? load(qb, (m0 + r) * d + c) * p.scale : 0.0F;
+    qs[r * (Dim + 1) + c] =
+        m0 + r < p.sq && c < d ? load(qb, (m0 + r) * p.q_stride[2] + c) * p.scale : 0.0F;
   }
   const int row = threadIdx.x / 4, lane4 = threadIdx.x % 4;
   const std::int64_t i = m0 + row;
@@ -119,8 +120,8 @@ __global__ void __launch_bounds__(k_threads, 4)
     for (int e = threadIdx.x; e < k_keys * Dim; e += k_threads) {
       const int j = e / Dim, c = e % Dim;
       const bool valid = n0 + j < p.sk && c < d;
-      ks[j * (Dim + 1) + c] = valid ? load(kb, (n0 + j) * d + c) : 0.0F;
-      vs[j * Dim + c] = valid ? load(vb, (n0 + j) * d + c) : 0.0F;
+      ks[j * (Dim + 1) + c] = valid ? load(kb, (n0 + j) * p.k_stride[2] + c) : 0.0F;
+      vs[j * Dim + c] = valid ? load(vb, (n0 + j) * p.v_stride[2] + c) : 0.0F;
     }
     __syncthreads();
     float s[k_per_thread];
@@ -154,7 +155,7 @@ __global__ void __launch_bounds__(k_threads, 4)
     }
   }
   if (i >= p.sq) return;
-  T* o = out + (bh * p.sq + i) * d;
+  T* o = out + b * p.out_stride[0] + h * p.out_stride[1] + i * p.out_stride[2];
 #pragma unroll
   for (int c = 0; c < Dim / 4; ++c) {
     const int col = lane4 + 4 * c;
@@ -176,7 +177,8 @@ __global__ void __launch_bounds__(mma::k_threads, 2)
   const std::int64_t m0 = std::int64_t{blockIdx.y} * mma::k_rows;
   const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1];
   const T* vb = v + b * p.v_stride[0] + h * p.v_stride[1];
-  mma::load_tile<T, Dim>(qs, q + bh * p.sq * d, m0, p.sq, d, mma::k_rows);
+  mma::load_tile<T, Dim, mma::k_rows>(qs, q + b * p.q_stride[0] + h * p.q_stride[1], m0, p.sq, d,
+                                      p.q_stride[2]);
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tig = lane % 4;
   const int r0 = warp * 16 + g;  // this thread's rows: r0 and r0 + 8
@@ -202,8 +204,8 @@ __global__ void __launch_bounds__(mma::k_threads, 2)
   }
   for (std::int64_t n0 = 0; n0 < end; n0 += keys) {
     __syncthreads();  // the previous tile's readers are done
-    mma::load_tile<T, Dim>(ks, kb, n0, p.sk, d, keys);
-    mma::load_tile<T, Dim>(vs, vb, n0, p.sk, d, keys);
+    mma::load_tile<T, Dim, keys>(ks, kb, n0, p.sk, d, p.k_stride[2]);
+    mma::load_tile<T, Dim, keys>(vs, vb, n0, p.sk, d, p.v_stride[2]);
     __syncthreads();
     float s[keys / 8][4];
     float tile_peak[2] = {-INFINITY, -INFINITY};
@@ -267,7 +269,7 @@ __global__ void __launch_bounds__(mma::k_threads, 2)
       const std::int64_t i = m0 + r0 + 8 * (e / 2);
       const std::int64_t col = dt * 8 + tig * 2 + e % 2;
       if (i < p.sq && col < d) {
-        out[(bh * p.sq + i) * d + col] =
+        out[b * p.out_stride[0] + h * p.out_stride[1] + i * p.out_stride[2] + col] =
             narrow<T>(finish(o[dt][e], total[e / 2], p.zero_empty_rows));
       }
     }
@@ -308,12 +310,14 @@ __global__ void __launch_bounds__(k_threads)
   const std::int64_t c1 = c0 + chunk < p.sk ? c0 + chunk : p.sk;
   const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1];
   const T* vb = v + b * p.v_stride[0] + h * p.v_stride[1];
-  if (threadIdx.x < d) qv[threadIdx.x] = load(q, bh * d + threadIdx.x) * p.scale;
+  if (threadIdx.x < d) {
+    qv[threadIdx.x] = load(q, b * p.q_stride[0] + h * p.q_stride[1] + threadIdx.x) * p.scale;
+  }
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (std::int64_t j = c0 + warp; j < c1; j += k_threads / 32) {
     float dot = 0;
-    for (std::int64_t c = lane; c < d; c += 32) dot += qv[c] * load(kb, j * d + c);
+    for (std::int64_t c = lane; c < d; c += 32) dot += qv[c] * load(kb, j * p.k_stride[2] + c);
     for (int o = 16; o > 0; o /= 2) dot += __shfl_xor_sync(0xffffffffU, dot, o);
     if (lane == 0) scores[j - c0] = adjust(dot, bias, mask, p, b, h, 0, j);
   }
@@ -331,7 +335,7 @@ __global__ void __launch_bounds__(k_threads)
   float* row = scratch + (bh * gridDim.y + blockIdx.y) * (d + 2);
   for (std::int64_t c = threadIdx.x; c < d; c += k_threads) {
     float acc = 0;
-    for (std::int64_t j = c0; j < c1; ++j) acc += scores[j - c0] * load(vb, j * d + c);
+    for (std::int64_t j = c0; j < c1; ++j) acc += scores[j - c0] * load(vb, j * p.v_stride[2] + c);
     row[2 + c] = acc;
   }
   if (threadIdx.x == 0) {
@@ -343,8 +347,9 @@ __global__ void __launch_bounds__(k_threads)
 template <class T>
 __global__ void __launch_bounds__(k_threads)
     combine_kernel(const float* scratch, T* out, attention_plan p, std::int64_t chunks) {
-  const std::int64_t bh = blockIdx.x, d = p.head_dim;
+  const std::int64_t bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads, d = p.head_dim;
   const float* rows = scratch + bh * chunks * (d + 2);
+  T* o = out + b * p.out_stride[0] + h * p.out_stride[1];
   float peak = -INFINITY;
   for (std::int64_t c = 0; c < chunks; ++c) peak = fmaxf(peak, rows[c * (d + 2)]);
   const float base = peak == -INFINITY ? 0.0F : peak;
@@ -355,7 +360,7 @@ __global__ void __launch_bounds__(k_threads)
       total += rows[c * (d + 2) + 1] * w;
       acc += rows[c * (d + 2) + 2 + col] * w;
     }
-    out[bh * d + col] = narrow<T>(finish(acc, total, p.zero_empty_rows));
+    o[col] = narrow<T>(finish(acc, total, p.zero_empty_rows));
   }
 }
 

@@ -14,13 +14,15 @@ namespace coolbench::engine::cuda {
 /// The coolbench.Attention entry (attention_ops.cpp).
 std::span<const op_entry> attention_ops();
 
-/// One attention: q [batch, heads, sq, head_dim] dense; k and v
-/// [batch or 1, heads or 1, sk, head_dim] dense (stride 0 where broadcast);
-/// bias and mask broadcast to [batch, heads, sq, sk] by their strides; the
-/// output dense like q.
+/// One attention: q [batch, heads, sq, head_dim], k and v [batch or 1,
+/// heads or 1, sk, head_dim] and the output like q, each by its element
+/// strides of batch, head and row (a row is head_dim contiguous elements;
+/// k's and v's batch or head stride 0 where broadcast): [B, H, S, D] dense,
+/// or [B, S, H·D] with the heads side by side as a QKV projection writes
+/// them. Bias and mask broadcast to [batch, heads, sq, sk] by their strides.
 struct attention_plan {
   std::int64_t batch = 0, heads = 0, sq = 0, sk = 0, head_dim = 0;
-  std::int64_t k_stride[2] = {}, v_stride[2] = {};  ///< batch and head strides
+  std::int64_t q_stride[3] = {}, k_stride[3] = {}, v_stride[3] = {}, out_stride[3] = {};
   std::int64_t bias_stride[4] = {}, mask_stride[4] = {};
   float scale = 1;
   float mask_value = 0;

@@ -78,15 +78,49 @@ __device__ __forceinline__ std::uint32_t pair(const T& lo, const T& hi) {
   return static_cast<std::uint32_t>(l) | (static_cast<std::uint32_t>(h) << 16);
 }
 
-// Rows [base, base + rows) of a [.., head_dim] matrix into shared rows of
-// stride<Dim>, zero past the end and past head_dim.
-template <class T, int Dim>
+// Rows [base, base + Rows) of a matrix of head_dim columns, rows `ld`
+// elements apart, into shared rows of stride<Dim>, zero past the end and
+// past head_dim. Each thread issues all
+// its loads before its first store: one element per loop trip waits out the
+// memory latency once per element, which made a GPT-2 attention (12 heads,
+// 128 tokens) take 45 us on the H200. Rows of exactly Dim elements at
+// 16-byte aligned addresses move 16 bytes per load.
+template <class T, int Dim, int Rows>
 __device__ __forceinline__ void load_tile(T* shared, const T* from, std::int64_t base,
-                                          std::int64_t count, std::int64_t d, int rows) {
-  for (int e = threadIdx.x; e < rows * Dim; e += k_threads) {
-    const int r = e / Dim, c = e % Dim;
-    shared[r * stride<Dim> + c] =
-        base + r < count && c < d ? from[(base + r) * d + c] : narrow<T>(0.0F);
+                                          std::int64_t count, std::int64_t d, std::int64_t ld) {
+  constexpr int vec = 16 / static_cast<int>(sizeof(T));
+  constexpr int per_row = Dim / vec;
+  constexpr int trips = (Rows * per_row + k_threads - 1) / k_threads;
+  if (d == Dim && ld % vec == 0 && reinterpret_cast<std::uintptr_t>(from) % 16 == 0) {
+    uint4 held[trips];
+#pragma unroll
+    for (int t = 0; t < trips; ++t) {
+      const int e = threadIdx.x + t * k_threads, r = e / per_row, c = (e % per_row) * vec;
+      held[t] = e < Rows * per_row && base + r < count
+                    ? *reinterpret_cast<const uint4*>(from + (base + r) * ld + c)
+                    : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int t = 0; t < trips; ++t) {
+      const int e = threadIdx.x + t * k_threads, r = e / per_row, c = (e % per_row) * vec;
+      if (e < Rows * per_row) *reinterpret_cast<uint4*>(&shared[r * stride<Dim> + c]) = held[t];
+    }
+    return;
+  }
+  constexpr int batch = 8;  // loads in flight per thread
+  for (int e0 = threadIdx.x; e0 < Rows * Dim; e0 += batch * k_threads) {
+    T held[batch];
+#pragma unroll
+    for (int i = 0; i < batch; ++i) {
+      const int e = e0 + i * k_threads, r = e / Dim, c = e % Dim;
+      held[i] =
+          e < Rows * Dim && base + r < count && c < d ? from[(base + r) * ld + c] : narrow<T>(0.0F);
+    }
+#pragma unroll
+    for (int i = 0; i < batch; ++i) {
+      const int e = e0 + i * k_threads;
+      if (e < Rows * Dim) shared[(e / Dim) * stride<Dim> + e % Dim] = held[i];
+    }
   }
 }
 

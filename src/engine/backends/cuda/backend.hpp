@@ -5,6 +5,7 @@
 // every tensor and handle it made, and the next call re-acquires them.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -121,6 +122,9 @@ class cuda_backend final : public backend {
   void begin_recording() override;
   std::unique_ptr<recorded_work> end_recording() override;
   void abandon_recording() noexcept override;
+  void begin_marks() override;
+  void mark() override;
+  std::vector<double> mark_intervals_ms() override;
 
   /// The host copy of a device tensor's data that copy_in kept (constants
   /// and other small tensors), or nullopt.
@@ -163,6 +167,12 @@ class cuda_backend final : public backend {
   bool m_poison = false;
   allocation_source* m_source = nullptr;  // the session's arena while a plan runs
   std::uint64_t m_device_allocations = 0;
+  // Node timing's events: kept for reuse until a device release destroys them.
+  std::vector<CUevent_st*> m_mark_events;
+  std::uint64_t m_mark_generation = 0;
+  std::size_t m_marks = 0;                 // recorded since begin_marks()
+  unsigned long long m_mark_queue_ns = 0;  // the longest queuing of a marked run so far
+  std::chrono::steady_clock::time_point m_marks_begun;
   const node* m_running = nullptr;  // the node run() is in
   std::string m_blocking_note;
   bool m_recording = false;
