@@ -92,6 +92,24 @@ struct sampler::state {
   std::int64_t last_energy_ns = 0;
   bool costly_read_done = false;
 
+  // The start-up energy probe: driven by this thread while it runs; its
+  // result is published under probe_mutex once done.
+  std::optional<energy_period_probe> probe;
+  mutable std::mutex probe_mutex;
+  mutable std::condition_variable probe_done;
+  std::optional<energy_probe_result> probe_result;
+
+  bool probing() const { return probe && !probe->done(); }
+
+  void feed_probe(const gpu_sample& sample) {
+    if (!probe->add(sample.time_ns, sample.energy_mj)) return;
+    {
+      std::lock_guard lock(probe_mutex);
+      probe_result = probe->result();
+    }
+    probe_done.notify_all();
+  }
+
   static bool due(std::int64_t now_ns, std::int64_t last_ns, std::chrono::milliseconds period) {
     return now_ns - last_ns >= std::chrono::duration_cast<std::chrono::nanoseconds>(period).count();
   }
@@ -99,7 +117,7 @@ struct sampler::state {
   /// The scope of the tick that starts at `now_ns`. Energy waits for a tick
   /// that reads the counters too, so neither tier is read early.
   read_scope scope_at(std::int64_t now_ns) const {
-    if (!costly_read_done) return read_scope::all;
+    if (!costly_read_done || probing()) return read_scope::all;
     if (!due(now_ns, last_counters_ns, options.slow_period)) return read_scope::fast;
     return due(now_ns, last_energy_ns, options.energy_period) ? read_scope::all
                                                               : read_scope::counters;
@@ -116,6 +134,7 @@ struct sampler::state {
       sample = missing_sample(started_ns);
       error = e.what();
     }
+    if (probing()) feed_probe(sample);
     if (scope != read_scope::fast) {
       // Anchored on the reading's own time stamp, so the costly readings a
       // consumer sees are at least their period apart by their time stamps,
@@ -182,6 +201,7 @@ sampler::sampler(std::unique_ptr<sample_source> source, sampler_options options)
                            std::to_string(options.energy_period.count()) + " ms");
   }
   if (options.capacity == 0) throw invalid_argument("sampler capacity must be at least 1 sample");
+  if (options.energy_probe) (void)energy_period_probe(*options.energy_probe);  // validates
   m_state = std::make_unique<state>(std::move(source), options);
 }
 
@@ -195,6 +215,8 @@ void sampler::start() {
     s.stop_requested = false;
   }
   s.costly_read_done = false;
+  // A probe cut short by stop() starts over; a finished one is not repeated.
+  if (s.options.energy_probe && !s.probe_result) s.probe.emplace(*s.options.energy_probe);
   s.thread = std::thread([&s] { s.run(); });
   s.running = true;
 }
@@ -232,6 +254,14 @@ std::vector<gpu_sample> sampler::between(std::int64_t from_ns, std::int64_t to_n
 
 std::vector<gpu_sample> sampler::since(std::int64_t after_ns) const {
   return between(after_ns + 1, std::numeric_limits<std::int64_t>::max());
+}
+
+std::optional<energy_probe_result> sampler::energy_probe(std::chrono::milliseconds wait) const {
+  const auto& s = *m_state;
+  std::unique_lock lock(s.probe_mutex);
+  if (!s.options.energy_probe) return std::nullopt;
+  s.probe_done.wait_for(lock, wait, [&s] { return s.probe_result.has_value(); });
+  return s.probe_result;
 }
 
 sampler_stats sampler::stats() const {

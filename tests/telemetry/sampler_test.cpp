@@ -164,6 +164,84 @@ TEST(sampler, zero_periods_read_everything_every_tick) {
   EXPECT_EQ(std::count_if(samples.begin(), samples.end(), energy_read), 1);  // the first tick
 }
 
+/// An energy counter that moves every `period` of the steady clock (0: never), read by scope.
+class counter_source final : public sample_source {
+ public:
+  explicit counter_source(std::chrono::milliseconds period) : m_period(period) {}
+  gpu_sample read(read_scope scope) override {
+    gpu_sample s;
+    s.time_ns = steady_now_ns();
+    const std::int64_t period_ns = std::chrono::nanoseconds(m_period).count();
+    s.energy_mj = scope == read_scope::all
+                      ? reading<std::uint64_t>::of(
+                            period_ns > 0 ? static_cast<std::uint64_t>(s.time_ns / period_ns) : 7)
+                      : reading<std::uint64_t>::skipped();
+    s.reason_counters.hw_thermal_ns = scope != read_scope::fast ? reading<std::uint64_t>::of(1)
+                                                                : reading<std::uint64_t>::skipped();
+    return s;
+  }
+
+ private:
+  std::chrono::milliseconds m_period;
+};
+
+TEST(sampler, the_energy_probe_reads_every_tick_until_it_learns_then_energy_keeps_its_period) {
+  sampler s(std::make_unique<counter_source>(20ms),
+            {.period = 5ms,
+             .slow_period = 30ms,
+             .energy_period = 150ms,
+             .energy_probe = energy_probe_options{.steps = 4}});
+  EXPECT_FALSE(s.energy_probe());
+  s.start();
+  const auto probe = s.energy_probe(3000ms);
+  ASSERT_TRUE(probe);
+  ASSERT_TRUE(probe->period_ms) << probe->note;
+  // Each change is placed up to a tick late (more on a loaded CI machine): the mean of 4 steps.
+  EXPECT_NEAR(*probe->period_ms, 20, 6) << probe->note;
+  EXPECT_GE(probe->reads, 5);
+  EXPECT_LE(probe->seconds, 0.5);
+  std::this_thread::sleep_for(500ms);
+  s.stop();
+  const auto samples = s.since(0);
+  // The probe's reads: the first ticks, every one with energy; then energy at its own period.
+  const auto probing = static_cast<std::size_t>(probe->reads);
+  ASSERT_GT(samples.size(), probing + 40);
+  for (std::size_t i = 0; i < probing; ++i) EXPECT_TRUE(energy_read(samples[i])) << i;
+  const std::vector<gpu_sample> after(samples.begin() + static_cast<std::ptrdiff_t>(probing) - 1,
+                                      samples.end());
+  EXPECT_LE(check_tier(after, energy_read, 150ms, 30ms + 5ms + 15ms, "energy"), 5U);
+  EXPECT_EQ(s.energy_probe()->period_ms, probe->period_ms);  // kept
+}
+
+TEST(sampler, a_probe_that_learns_nothing_ends_at_its_bound) {
+  sampler s(
+      std::make_unique<counter_source>(0ms),
+      {.period = 5ms, .energy_probe = energy_probe_options{.max_time = 1000ms, .max_reads = 20}});
+  s.start();
+  const auto probe = s.energy_probe(3000ms);
+  s.stop();
+  ASSERT_TRUE(probe);
+  EXPECT_FALSE(probe->period_ms);
+  EXPECT_EQ(probe->reads, 20);
+  EXPECT_NE(probe->note.find("did not move"), std::string::npos) << probe->note;
+}
+
+TEST(sampler, a_probe_cut_short_by_stop_starts_over) {
+  sampler s(std::make_unique<counter_source>(0ms),
+            {.period = 5ms, .energy_probe = energy_probe_options{.max_time = 150ms}});
+  s.start();
+  s.stop();  // at once: the probe has not finished
+  EXPECT_FALSE(s.energy_probe());
+  s.start();
+  const auto probe = s.energy_probe(3000ms);
+  s.stop();
+  ASSERT_TRUE(probe);
+  EXPECT_FALSE(probe->period_ms);
+  EXPECT_THROW(sampler(std::make_unique<counter_source>(0ms),
+                       {.energy_probe = energy_probe_options{.steps = 0}}),
+               invalid_argument);
+}
+
 TEST(sampler, first_sample_is_taken_at_start) {
   std::atomic<int> reads{0};
   sampler s(source(reads), {.period = 1000ms});
