@@ -2,7 +2,9 @@
 // periods, and its effect on a GPU loop's latency, A/B in one run.
 //   telemetry_overhead [SECONDS_PER_PERIOD] [ROUNDS] [DEVICE] [protocol]
 // With `protocol`, only the setting the protocol runs (measure/environment.cpp): every 20 ms,
-// the HW thermal / power-brake counters every 200 ms, the energy counter every 1000 ms.
+// the HW thermal / power-brake counters every 200 ms, the energy counter every 1000 ms, after a
+// start-up probe of the energy counter's period (in the latency table each round's sampler runs
+// the probe again: the protocol runs it once per GPU and process).
 // Prints markdown tables (docs/perf/telemetry.md records them).
 #include <cuda_runtime.h>
 #include <sys/resource.h>
@@ -99,17 +101,26 @@ struct gpu_loop {
   }
 };
 
-/// A sampler setting: its period and the periods of the two costly tiers.
+/// A sampler setting: its period, the periods of the two costly tiers, and whether it starts
+/// with the energy-period probe.
 struct setting {
   int period_ms;
   int slow_ms;    ///< HW thermal / power-brake counters
   int energy_ms;  ///< energy counter
+  bool probe = false;
 };
 
 coolbench::telemetry::sampler_options options_of(const setting& s) {
-  return {.period = std::chrono::milliseconds(s.period_ms),
-          .slow_period = std::chrono::milliseconds(s.slow_ms),
-          .energy_period = std::chrono::milliseconds(s.energy_ms)};
+  coolbench::telemetry::sampler_options o;
+  o.period = std::chrono::milliseconds(s.period_ms);
+  o.slow_period = std::chrono::milliseconds(s.slow_ms);
+  o.energy_period = std::chrono::milliseconds(s.energy_ms);
+  if (s.probe) o.energy_probe = coolbench::telemetry::energy_probe_options{};
+  return o;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void print_read_costs(int device) {
@@ -134,28 +145,43 @@ void print_read_costs(int device) {
 }
 
 /// The sampler thread's CPU: the main thread sleeps, so the process's CPU time is the sampler's.
+/// A setting with the probe is timed in two parts: from its start until the probe is done, then
+/// SECONDS of the steady state (the figure "CPU of one core" is that steady state's).
 void cpu_table(int device, double seconds, const std::vector<setting>& settings) {
   std::printf("Sampler thread:\n\n");
   std::printf(
       "| period | counters every | energy every | samples | failed | late ticks | CPU time | CPU "
-      "of one core |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+      "of one core | start-up probe |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& setting : settings) {
     sampler s(coolbench::telemetry::make_gpu_source(device), options_of(setting));
-    const double cpu0 = process_cpu_s();
-    const auto wall0 = std::chrono::steady_clock::now();
+    double cpu0 = process_cpu_s();
+    auto wall0 = std::chrono::steady_clock::now();
     s.start();
+    std::string probe = "none";
+    if (setting.probe) {
+      const auto learned = s.energy_probe(std::chrono::seconds(5));
+      const double probe_cpu = process_cpu_s() - cpu0;
+      const double probe_wall = seconds_since(wall0);
+      char text[512];
+      std::snprintf(text, sizeof text, "%.1f ms CPU in %.2f s: %s", probe_cpu * 1e3, probe_wall,
+                    learned ? learned->note.c_str() : "did not finish in 5 s");
+      probe = text;
+      cpu0 = process_cpu_s();
+      wall0 = std::chrono::steady_clock::now();
+    }
+    const auto samples0 = s.stats().samples;
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     s.stop();
-    const double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    const double wall = seconds_since(wall0);
     const double cpu = process_cpu_s() - cpu0;
     const auto stats = s.stats();
-    std::printf("| %d ms | %d ms | %d ms | %llu | %llu | %llu | %.1f ms | %.3f%% |\n",
+    std::printf("| %d ms | %d ms | %d ms | %llu | %llu | %llu | %.1f ms | %.3f%% | %s |\n",
                 setting.period_ms, setting.slow_ms, setting.energy_ms,
-                static_cast<unsigned long long>(stats.samples),
+                static_cast<unsigned long long>(stats.samples - samples0),
                 static_cast<unsigned long long>(stats.failed_reads),
-                static_cast<unsigned long long>(stats.late_ticks), cpu * 1e3, 100.0 * cpu / wall);
+                static_cast<unsigned long long>(stats.late_ticks), cpu * 1e3, 100.0 * cpu / wall,
+                probe.c_str());
   }
 }
 
@@ -200,9 +226,10 @@ int main(int argc, char** argv) {
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 6;
   const int device = argc > 3 ? std::atoi(argv[3]) : 0;
   const bool protocol_only = argc > 4 && std::string(argv[4]) == "protocol";
-  // The protocol's setting (measure/environment.cpp); the rest: the sampler's default (1 s for
-  // both costly tiers) and the protocol's setting before energy had its own period.
-  const setting protocol{20, 200, 1000};
+  // The protocol's setting (protocol_sampler_options in measure/environment.cpp); the rest: the
+  // sampler's default (1 s for both costly tiers) and the protocol's setting before energy had its
+  // own period.
+  const setting protocol{20, 200, 1000, true};
   const std::vector<setting> cpu_settings =
       protocol_only
           ? std::vector<setting>{protocol}
