@@ -2,7 +2,9 @@
 // periods, and its effect on a GPU loop's latency, A/B in one run.
 //   telemetry_overhead [SECONDS_PER_PERIOD] [ROUNDS] [DEVICE] [protocol]
 // With `protocol`, only the setting the protocol runs (measure/environment.cpp): every 20 ms,
-// the costly readings every 200 ms.
+// the HW thermal / power-brake counters every 200 ms, the energy counter every 1000 ms, after a
+// start-up probe of the energy counter's period (in the latency table each round's sampler runs
+// the probe again: the protocol runs it once per GPU and process).
 // Prints markdown tables (docs/perf/telemetry.md records them).
 #include <cuda_runtime.h>
 #include <sys/resource.h>
@@ -99,84 +101,109 @@ struct gpu_loop {
   }
 };
 
-}  // namespace
+/// A sampler setting: its period, the periods of the two costly tiers, and whether it starts
+/// with the energy-period probe.
+struct setting {
+  int period_ms;
+  int slow_ms;    ///< HW thermal / power-brake counters
+  int energy_ms;  ///< energy counter
+  bool probe = false;
+};
 
-int main(int argc, char** argv) {
-  const double seconds = argc > 1 ? std::atof(argv[1]) : 10.0;
-  const int rounds = argc > 2 ? std::atoi(argv[2]) : 6;
-  const int device = argc > 3 ? std::atoi(argv[3]) : 0;
+coolbench::telemetry::sampler_options options_of(const setting& s) {
+  coolbench::telemetry::sampler_options o;
+  o.period = std::chrono::milliseconds(s.period_ms);
+  o.slow_period = std::chrono::milliseconds(s.slow_ms);
+  o.energy_period = std::chrono::milliseconds(s.energy_ms);
+  if (s.probe) o.energy_probe = coolbench::telemetry::energy_probe_options{};
+  return o;
+}
 
-  // Part 1: CPU cost. The main thread sleeps, so the process's CPU time is the sampler's.
-  {
-    coolbench::telemetry::gpu_telemetry gpu(device);
-    std::printf("GPU %d: %s, driver %s\n\n", device, gpu.identity().name.c_str(),
-                gpu.identity().driver_version.c_str());
-    const auto per_read_us = [&](coolbench::telemetry::read_scope scope, int reads) {
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < reads; ++i) (void)gpu.read(scope);
-      return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                 .count() /
-             reads;
-    };
-    const double fast_us = per_read_us(coolbench::telemetry::read_scope::fast, 1000);
-    const double all_us = per_read_us(coolbench::telemetry::read_scope::all, 50);
-    std::printf("| read | wall time per read |\n|---|---|\n");
-    std::printf(
-        "| fast (every tick) | %.1f us |\n| all (fast + energy, HW thermal and power-brake "
-        "counters) | %.1f us |\n\n",
-        fast_us, all_us);
-  }
-  const bool protocol_only = argc > 4 && std::string(argv[4]) == "protocol";
-  // {period, costly readings every}: the sampler's default (1 s) and the protocol's setting.
-  const std::vector<std::pair<int, int>> all{{10, 1000}, {50, 1000}, {200, 1000}, {20, 200}};
-  const std::vector<std::pair<int, int>> settings =
-      protocol_only ? std::vector<std::pair<int, int>>{{20, 200}} : all;
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void print_read_costs(int device) {
+  coolbench::telemetry::gpu_telemetry gpu(device);
+  std::printf("GPU %d: %s, driver %s\n\n", device, gpu.identity().name.c_str(),
+              gpu.identity().driver_version.c_str());
+  const auto per_read_us = [&](coolbench::telemetry::read_scope scope, int reads) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < reads; ++i) (void)gpu.read(scope);
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+               .count() /
+           reads;
+  };
+  const double fast_us = per_read_us(coolbench::telemetry::read_scope::fast, 1000);
+  const double counters_us = per_read_us(coolbench::telemetry::read_scope::counters, 100);
+  const double all_us = per_read_us(coolbench::telemetry::read_scope::all, 50);
+  std::printf("| read | wall time per read |\n|---|---|\n");
+  std::printf(
+      "| fast (every tick) | %.1f us |\n| counters (fast + HW thermal and power-brake "
+      "counters) | %.1f us |\n| all (counters + energy) | %.1f us |\n\n",
+      fast_us, counters_us, all_us);
+}
+
+/// The sampler thread's CPU: the main thread sleeps, so the process's CPU time is the sampler's.
+/// A setting with the probe is timed in two parts: from its start until the probe is done, then
+/// SECONDS of the steady state (the figure "CPU of one core" is that steady state's).
+void cpu_table(int device, double seconds, const std::vector<setting>& settings) {
   std::printf("Sampler thread:\n\n");
   std::printf(
-      "| period | costly every | samples | failed | late ticks | CPU time | CPU of one core |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
-  for (const auto& [period_ms, slow_ms] : settings) {
-    sampler s(coolbench::telemetry::make_gpu_source(device),
-              {.period = std::chrono::milliseconds(period_ms),
-               .slow_period = std::chrono::milliseconds(slow_ms)});
-    const double cpu0 = process_cpu_s();
-    const auto wall0 = std::chrono::steady_clock::now();
+      "| period | counters every | energy every | samples | failed | late ticks | CPU time | CPU "
+      "of one core | start-up probe |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (const auto& setting : settings) {
+    sampler s(coolbench::telemetry::make_gpu_source(device), options_of(setting));
+    double cpu0 = process_cpu_s();
+    auto wall0 = std::chrono::steady_clock::now();
     s.start();
+    std::string probe = "none";
+    if (setting.probe) {
+      const auto learned = s.energy_probe(std::chrono::seconds(5));
+      const double probe_cpu = process_cpu_s() - cpu0;
+      const double probe_wall = seconds_since(wall0);
+      char text[512];
+      std::snprintf(text, sizeof text, "%.1f ms CPU in %.2f s: %s", probe_cpu * 1e3, probe_wall,
+                    learned ? learned->note.c_str() : "did not finish in 5 s");
+      probe = text;
+      cpu0 = process_cpu_s();
+      wall0 = std::chrono::steady_clock::now();
+    }
+    const auto samples0 = s.stats().samples;
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     s.stop();
-    const double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    const double wall = seconds_since(wall0);
     const double cpu = process_cpu_s() - cpu0;
     const auto stats = s.stats();
-    std::printf("| %d ms | %d ms | %llu | %llu | %llu | %.1f ms | %.3f%% |\n", period_ms, slow_ms,
-                static_cast<unsigned long long>(stats.samples),
+    std::printf("| %d ms | %d ms | %d ms | %llu | %llu | %llu | %.1f ms | %.3f%% | %s |\n",
+                setting.period_ms, setting.slow_ms, setting.energy_ms,
+                static_cast<unsigned long long>(stats.samples - samples0),
                 static_cast<unsigned long long>(stats.failed_reads),
-                static_cast<unsigned long long>(stats.late_ticks), cpu * 1e3, 100.0 * cpu / wall);
+                static_cast<unsigned long long>(stats.late_ticks), cpu * 1e3, 100.0 * cpu / wall,
+                probe.c_str());
   }
+}
 
-  // Part 2: GPU loop latency without and with the sampler, alternating, so
-  // drift between the two conditions cancels.
+/// GPU loop latency without and with the sampler, alternating, so drift between the two
+/// conditions cancels.
+void latency_table(int device, double seconds, int rounds, const std::vector<setting>& settings) {
   gpu_loop loop(device);
   (void)loop.for_seconds(2.0);  // warm-up
   std::printf(
       "\nGPU loop: %d rounds of %.1f s off / %.1f s on, alternating; kernel on random data\n\n",
       rounds, seconds / 2, seconds / 2);
   std::printf(
-      "| sampler period | costly every | median off | median on | on/off - 1 | round-by-round "
-      "median of (on/off - 1) |\n");
-  std::printf("|---|---|---|---|---|---|\n");
-  const std::vector<std::pair<int, int>> loop_settings =
-      protocol_only ? std::vector<std::pair<int, int>>{{20, 200}}
-                    : std::vector<std::pair<int, int>>{{10, 1000}, {50, 1000}, {20, 200}};
-  for (const auto& [period_ms, slow_ms] : loop_settings) {
+      "| sampler period | counters every | energy every | median off | median on | on/off - 1 | "
+      "round-by-round median of (on/off - 1) |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+  for (const auto& setting : settings) {
     std::vector<double> off_all;
     std::vector<double> on_all;
     std::vector<double> round_ratio;
     for (int r = 0; r < rounds; ++r) {
       const auto off = loop.for_seconds(seconds / 2);
-      sampler s(coolbench::telemetry::make_gpu_source(device),
-                {.period = std::chrono::milliseconds(period_ms),
-                 .slow_period = std::chrono::milliseconds(slow_ms)});
+      sampler s(coolbench::telemetry::make_gpu_source(device), options_of(setting));
       s.start();
       const auto on = loop.for_seconds(seconds / 2);
       s.stop();
@@ -186,8 +213,33 @@ int main(int argc, char** argv) {
     }
     const double off_ms = median(off_all);
     const double on_ms = median(on_all);
-    std::printf("| %d ms | %d ms | %.4f ms | %.4f ms | %+.3f%% | %+.3f%% |\n", period_ms, slow_ms,
-                off_ms, on_ms, 100.0 * (on_ms / off_ms - 1.0), 100.0 * median(round_ratio));
+    std::printf("| %d ms | %d ms | %d ms | %.4f ms | %.4f ms | %+.3f%% | %+.3f%% |\n",
+                setting.period_ms, setting.slow_ms, setting.energy_ms, off_ms, on_ms,
+                100.0 * (on_ms / off_ms - 1.0), 100.0 * median(round_ratio));
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const double seconds = argc > 1 ? std::atof(argv[1]) : 10.0;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 6;
+  const int device = argc > 3 ? std::atoi(argv[3]) : 0;
+  const bool protocol_only = argc > 4 && std::string(argv[4]) == "protocol";
+  // The protocol's setting (protocol_sampler_options in measure/environment.cpp); the rest: the
+  // sampler's default (1 s for both costly tiers) and the protocol's setting before energy had its
+  // own period.
+  const setting protocol{20, 200, 1000, true};
+  const std::vector<setting> cpu_settings =
+      protocol_only
+          ? std::vector<setting>{protocol}
+          : std::vector<setting>{
+                {10, 1000, 1000}, {50, 1000, 1000}, {200, 1000, 1000}, {20, 200, 200}, protocol};
+  const std::vector<setting> loop_settings =
+      protocol_only ? std::vector<setting>{protocol}
+                    : std::vector<setting>{{10, 1000, 1000}, {50, 1000, 1000}, protocol};
+  print_read_costs(device);
+  cpu_table(device, seconds, cpu_settings);
+  latency_table(device, seconds, rounds, loop_settings);
   return 0;
 }

@@ -5,6 +5,7 @@
 
 #include "coolbench/telemetry/clock_reasons.hpp"
 #include "coolbench/telemetry/cpu_sensors.hpp"
+#include "coolbench/telemetry/energy_probe.hpp"
 #include "coolbench/telemetry/gpu.hpp"
 #include "coolbench/telemetry/reading.hpp"
 #include "coolbench/telemetry/ring_buffer.hpp"

@@ -2,7 +2,9 @@
 // and released through the device layer, and the host alone for CPU work.
 #include <unistd.h>
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -18,6 +20,39 @@
 
 namespace coolbench::measure {
 namespace {
+
+// The energy counter's update period, learned once per GPU (by CUDA ordinal) for the process:
+// a later environment on the same GPU reads energy at its slow period from the start. A probe
+// whose reads failed is not kept, so the next environment tries again.
+std::mutex g_learned_mutex;                               // NOLINT: process-wide by design
+std::map<int, telemetry::energy_probe_result> g_learned;  // NOLINT: guarded by the mutex
+
+std::optional<telemetry::energy_probe_result> learned_energy_period(int ordinal) {
+  std::lock_guard lock(g_learned_mutex);
+  const auto it = g_learned.find(ordinal);
+  if (it == g_learned.end()) return std::nullopt;
+  return it->second;
+}
+
+void keep_energy_period(int ordinal, const telemetry::energy_probe_result& probe) {
+  if (probe.failed_reads > 0) return;
+  std::lock_guard lock(g_learned_mutex);
+  g_learned.emplace(ordinal, probe);
+}
+
+// The sampler at the protocol's settings. The throttle time counters every 200 ms: they end
+// cold-mode bursts (about 4 ms of CPU a second on an H200). The energy counter (about 2.4 ms a
+// read) once a second, after a start-up probe has learned how often it moves (about 100 ms on
+// an H200), so energy windows stay about a second long (docs/measure.md, "Energy"); every
+// 200 ms it alone would cost 1.2 % of a core.
+telemetry::sampler_options protocol_sampler_options(std::chrono::milliseconds period, bool probe) {
+  telemetry::sampler_options o;
+  o.period = period;
+  o.slow_period = std::chrono::milliseconds(200);
+  o.energy_period = std::chrono::milliseconds(1000);
+  if (probe) o.energy_probe = telemetry::energy_probe_options{};
+  return o;
+}
 
 class host_environment : public environment {
  public:
@@ -49,10 +84,9 @@ class gpu_environment final : public host_environment {
 #ifdef COOLBENCH_MEASURE_HAVE_CUDA
         m_sentinel(ordinal),
 #endif
-        // The throttle time counters every 200 ms rather than every second:
-        // they end cold-mode bursts (about 1.2 ms of CPU a second).
+        m_learned(learned_energy_period(ordinal)),
         m_sampler(telemetry::make_gpu_source(ordinal),
-                  {.period = period, .slow_period = std::chrono::milliseconds(200)}) {
+                  protocol_sampler_options(period, !m_learned.has_value())) {
     m_sampler.start();
     // The protocol's first gate needs a temperature: wait for the first read.
     for (int i = 0; i < 200 && !m_sampler.latest(); ++i) {
@@ -88,6 +122,23 @@ class gpu_environment final : public host_environment {
   }
 
   std::chrono::nanoseconds telemetry_period() const override { return m_sampler.options().period; }
+
+  std::optional<telemetry::energy_probe_result> energy_counter_probe() override {
+    if (m_learned) {
+      telemetry::energy_probe_result kept = *m_learned;
+      kept.note += "; probed by an earlier run on this GPU in this process";
+      return kept;
+    }
+    // The probe ends within its max_time of its first read; a read that hangs is the limit.
+    const auto wait = m_sampler.options().energy_probe->max_time + std::chrono::seconds(2);
+    if (const auto probe = m_sampler.energy_probe(wait)) {
+      keep_energy_period(m_ordinal, *probe);
+      return probe;
+    }
+    telemetry::energy_probe_result unfinished;
+    unfinished.note = "the start-up probe of the energy counter had not finished";
+    return unfinished;
+  }
 
   bool resets_context() const override { return m_release != context_release::keep; }
 
@@ -137,6 +188,7 @@ class gpu_environment final : public host_environment {
 #ifdef COOLBENCH_MEASURE_HAVE_CUDA
   detail::sentinel m_sentinel;
 #endif
+  std::optional<telemetry::energy_probe_result> m_learned;  ///< by an earlier environment
   telemetry::sampler m_sampler;
 };
 

@@ -29,4 +29,13 @@ std::string to_string(sample_phase phase) {
   return "?";
 }
 
+std::string to_string(energy_period_source source) {
+  switch (source) {
+    case energy_period_source::readings: return "readings";
+    case energy_period_source::probe: return "probe";
+    case energy_period_source::reading_interval: return "reading interval";
+  }
+  return "?";
+}
+
 }  // namespace coolbench::measure

@@ -112,10 +112,11 @@ std::string figure_block(const run_document& run) {
     }
     out += fmt::format(
         ", mean power {:.1f} W; over {} windows of at least {:.0f} ms (the energy counter moved "
-        "every {}{:.0f} ms)</p>\n",
+        "every {}{:.0f} ms{})</p>\n",
         e.value("mean_power_w", 0.0), e.value("windows", 0), e.value("window_min_ms", 0.0),
         e.value("counter_period_resolved", false) ? "" : "at most ",
-        e.value("counter_period_ms", 0.0));
+        e.value("counter_period_ms", 0.0),
+        e.value("counter_period_source", std::string()) == "probe" ? ", learned at the start" : "");
   }
   return out;
 }

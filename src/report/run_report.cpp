@@ -179,8 +179,29 @@ nlohmann::json energy_json(const std::optional<measure::energy_figure>& e) {
           {"runs", e->runs},
           {"counter_period_ms", e->counter_period_ms},
           {"counter_period_resolved", e->period_resolved},
+          {"counter_period_source", measure::to_string(e->period_source)},
+          {"counter_period_note",
+           e->period_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(e->period_note)},
           {"reading_interval_ms", e->reading_interval_ms},
           {"window_min_ms", e->window_min_ms}};
+}
+
+nlohmann::json energy_probe_json(const std::optional<telemetry::energy_probe_result>& p) {
+  if (!p) return nullptr;
+  return {{"period_ms", optional_json(p->period_ms)},
+          {"resolved", p->resolved},
+          {"steps", p->steps},
+          {"reads", p->reads},
+          {"failed_reads", p->failed_reads},
+          {"seconds", p->seconds},
+          {"note", p->note}};
+}
+
+/// The start-up probe's line when it gave the energy figure nothing.
+std::string unused_probe_line(const measure::run_result& r) {
+  if (r.energy) return r.energy->period_note.empty() ? "" : "  " + r.energy->period_note + "\n";
+  if (!r.energy_probe || r.energy_probe->period_ms) return {};
+  return "  the start-up probe learned no period: " + r.energy_probe->note + "\n";
 }
 
 }  // namespace
@@ -189,8 +210,10 @@ std::string format_energy(const measure::run_result& r) {
   if (!r.energy) {
     if (!r.energy_per_run_j) return {};
     return fmt::format(
-        "energy {:.4f} J per run (no measurement stretch was {} counter periods long: no CI)\n",
-        *r.energy_per_run_j, measure::k_energy_window_periods);
+               "energy {:.4f} J per run (no measurement stretch was {} counter periods long: no "
+               "CI)\n",
+               *r.energy_per_run_j, measure::k_energy_window_periods) +
+           unused_probe_line(r);
   }
   const auto& e = *r.energy;
   std::string out = fmt::format("energy {:.4f} J per run", e.j_per_run);
@@ -202,10 +225,11 @@ std::string format_energy(const measure::run_result& r) {
   out += fmt::format(", mean power {:.1f} W\n", e.mean_power_w);
   out += fmt::format(
       "  over {} window{} ({:.1f} s, {:.0f} runs) of at least {:.0f} ms; the energy counter "
-      "moved every {}{:.0f} ms\n",
+      "moved every {}{:.0f} ms{}\n",
       e.windows, e.windows == 1 ? "" : "s", e.seconds, e.runs, e.window_min_ms,
-      e.period_resolved ? "" : "<= ", e.counter_period_ms);
-  return out;
+      e.period_resolved ? "" : "<= ", e.counter_period_ms,
+      e.period_source == measure::energy_period_source::probe ? " (learned at the start)" : "");
+  return out + unused_probe_line(r);
 }
 
 nlohmann::json to_json(const run_result& r) {
@@ -252,6 +276,7 @@ nlohmann::json to_json(const run_result& r) {
        r.final_release.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.final_release)},
       {"energy_per_run_j", optional_json(r.energy_per_run_j)},
       {"energy", energy_json(r.energy)},
+      {"energy_counter_probe", energy_probe_json(r.energy_probe)},
       {"hidden_state", hidden_state_json(r.hidden_state)}};
   nlohmann::json doc = {{"schema", k_run_schema},     {"complete", r.complete},
                         {"error", r.error},           {"workload", r.workload},

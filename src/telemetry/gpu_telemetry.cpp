@@ -104,7 +104,8 @@ std::string read_system_string(nvml_system_string_fn fn) {
 }
 
 // Indexes into the field-value batch read() asks for in one NVML call. The
-// costly fields come last, so a fast read asks for the first fast_slot_count.
+// costly fields come last, dearest last, so each read_scope asks for a prefix:
+// fast the first fast_slot_count, counters the first counters_slot_count.
 enum field_slot : std::size_t {
   slot_memory_temp,
   slot_power_instant,
@@ -113,31 +114,36 @@ enum field_slot : std::size_t {
   slot_sync_boost,
   slot_sw_thermal,
   fast_slot_count,
-  slot_energy = fast_slot_count,
-  slot_hw_thermal,
+  slot_hw_thermal = fast_slot_count,
   slot_hw_power_brake,
+  counters_slot_count,
+  slot_energy = counters_slot_count,
   slot_count,
 };
 
 }  // namespace
+
+constexpr std::size_t slots_read(read_scope scope) {
+  switch (scope) {
+    case read_scope::fast: return fast_slot_count;
+    case read_scope::counters: return counters_slot_count;
+    case read_scope::all: break;
+  }
+  return slot_count;
+}
 
 struct gpu_telemetry::impl {
   std::shared_ptr<nvml> lib;
   nvml_device device = nullptr;
   gpu_identity identity;
   // In field_slot order.
-  std::array<std::uint32_t, slot_count> field_ids{nvml_fi_memory_temp,
-                                                  nvml_fi_power_instant,
-                                                  nvml_fi_power_average,
-                                                  nvml_fi_perf_policy_power,
-                                                  nvml_fi_perf_policy_sync_boost,
-                                                  nvml_fi_reason_sw_thermal,
-                                                  nvml_fi_energy,
-                                                  nvml_fi_reason_hw_thermal,
-                                                  nvml_fi_reason_hw_power_brake};
+  std::array<std::uint32_t, slot_count> field_ids{
+      nvml_fi_memory_temp,       nvml_fi_power_instant,          nvml_fi_power_average,
+      nvml_fi_perf_policy_power, nvml_fi_perf_policy_sync_boost, nvml_fi_reason_sw_thermal,
+      nvml_fi_reason_hw_thermal, nvml_fi_reason_hw_power_brake,  nvml_fi_energy};
 
   std::array<nvml_field_value, slot_count> read_fields(read_scope scope) const {
-    const std::size_t count = scope == read_scope::fast ? fast_slot_count : slot_count;
+    const std::size_t count = slots_read(scope);
     std::array<nvml_field_value, slot_count> fields{};
     for (std::size_t i = 0; i < slot_count; ++i) {
       fields[i].field_id = field_ids[i];

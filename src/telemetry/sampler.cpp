@@ -86,29 +86,63 @@ struct sampler::state {
     return low;
   }
 
-  std::int64_t last_full_read_ns = 0;
-  bool full_read_done = false;
+  // When each costly tier was last read, by the later of the tick's start and
+  // the reading's own time stamp.
+  std::int64_t last_counters_ns = 0;
+  std::int64_t last_energy_ns = 0;
+  bool costly_read_done = false;
+
+  // The start-up energy probe: driven by this thread while it runs; its
+  // result is published under probe_mutex once done.
+  std::optional<energy_period_probe> probe;
+  mutable std::mutex probe_mutex;
+  mutable std::condition_variable probe_done;
+  std::optional<energy_probe_result> probe_result;
+
+  bool probing() const { return probe && !probe->done(); }
+
+  void feed_probe(const gpu_sample& sample) {
+    if (!probe->add(sample.time_ns, sample.energy_mj)) return;
+    {
+      std::lock_guard lock(probe_mutex);
+      probe_result = probe->result();
+    }
+    probe_done.notify_all();
+  }
+
+  static bool due(std::int64_t now_ns, std::int64_t last_ns, std::chrono::milliseconds period) {
+    return now_ns - last_ns >= std::chrono::duration_cast<std::chrono::nanoseconds>(period).count();
+  }
+
+  /// The scope of the tick that starts at `now_ns`. Energy waits for a tick
+  /// that reads the counters too, so neither tier is read early.
+  read_scope scope_at(std::int64_t now_ns) const {
+    if (!costly_read_done || probing()) return read_scope::all;
+    if (!due(now_ns, last_counters_ns, options.slow_period)) return read_scope::fast;
+    return due(now_ns, last_energy_ns, options.energy_period) ? read_scope::all
+                                                              : read_scope::counters;
+  }
 
   void take_one() {
     const std::int64_t started_ns = steady_now_ns();
-    const bool full =
-        !full_read_done ||
-        started_ns - last_full_read_ns >=
-            std::chrono::duration_cast<std::chrono::nanoseconds>(options.slow_period).count();
+    const read_scope scope = scope_at(started_ns);
     gpu_sample sample;
     std::string error;
     try {
-      sample = source->read(full ? read_scope::all : read_scope::fast);
+      sample = source->read(scope);
     } catch (const std::exception& e) {
       sample = missing_sample(started_ns);
       error = e.what();
     }
-    if (full) {
-      // Anchored on the reading's own time stamp, so the full readings a
-      // consumer sees are at least slow_period apart by their time stamps,
+    if (probing()) feed_probe(sample);
+    if (scope != read_scope::fast) {
+      // Anchored on the reading's own time stamp, so the costly readings a
+      // consumer sees are at least their period apart by their time stamps,
       // however late the source stamped this one.
-      full_read_done = true;
-      last_full_read_ns = std::max(started_ns, sample.time_ns);
+      const std::int64_t read_ns = std::max(started_ns, sample.time_ns);
+      costly_read_done = true;
+      last_counters_ns = read_ns;
+      if (scope == read_scope::all) last_energy_ns = read_ns;
     }
     auto published = std::make_shared<const gpu_sample>(sample);
     {
@@ -160,7 +194,14 @@ sampler::sampler(std::unique_ptr<sample_source> source, sampler_options options)
     throw invalid_argument("sampler slow period must be 0 to 60000 ms, got " +
                            std::to_string(options.slow_period.count()) + " ms");
   }
+  if (options.energy_period < options.slow_period ||
+      options.energy_period > std::chrono::milliseconds(60000)) {
+    throw invalid_argument("sampler energy period must be from the slow period (" +
+                           std::to_string(options.slow_period.count()) + " ms) to 60000 ms, got " +
+                           std::to_string(options.energy_period.count()) + " ms");
+  }
   if (options.capacity == 0) throw invalid_argument("sampler capacity must be at least 1 sample");
+  if (options.energy_probe) (void)energy_period_probe(*options.energy_probe);  // validates
   m_state = std::make_unique<state>(std::move(source), options);
 }
 
@@ -173,7 +214,9 @@ void sampler::start() {
     std::lock_guard lock(s.wake_mutex);
     s.stop_requested = false;
   }
-  s.full_read_done = false;
+  s.costly_read_done = false;
+  // A probe cut short by stop() starts over; a finished one is not repeated.
+  if (s.options.energy_probe && !s.probe_result) s.probe.emplace(*s.options.energy_probe);
   s.thread = std::thread([&s] { s.run(); });
   s.running = true;
 }
@@ -211,6 +254,14 @@ std::vector<gpu_sample> sampler::between(std::int64_t from_ns, std::int64_t to_n
 
 std::vector<gpu_sample> sampler::since(std::int64_t after_ns) const {
   return between(after_ns + 1, std::numeric_limits<std::int64_t>::max());
+}
+
+std::optional<energy_probe_result> sampler::energy_probe(std::chrono::milliseconds wait) const {
+  const auto& s = *m_state;
+  std::unique_lock lock(s.probe_mutex);
+  if (!s.options.energy_probe) return std::nullopt;
+  s.probe_done.wait_for(lock, wait, [&s] { return s.probe_result.has_value(); });
+  return s.probe_result;
 }
 
 sampler_stats sampler::stats() const {

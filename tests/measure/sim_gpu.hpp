@@ -43,6 +43,9 @@ struct gpu_model {
   /// The energy counter moves only every this long (NVML's counter has an update period of
   /// its own); 0: it is exact at every reading.
   std::int64_t energy_update_ns = 0;
+  /// Telemetry reads the energy counter only at multiples of this (the protocol reads it about
+  /// once a second); 0: at every sample.
+  std::int64_t energy_read_every_ns = 0;
   /// Latency factor of each CUDA context, in turn (context k after k device
   /// releases gets entry k mod size): the H200's per-context levels, which
   /// no sensor shows. Empty: 1.
@@ -121,6 +124,15 @@ class gpu {
     return at(m_now / m.period_ns * m.period_ns);
   }
 
+  /// The energy counter as a read at t sees it.
+  [[nodiscard]] telemetry::reading<std::uint64_t> energy_at(std::int64_t t) const {
+    const std::int64_t seen = t - m.report_lag_ns;
+    const std::int64_t moved =
+        m.energy_update_ns > 0 ? seen / m.energy_update_ns * m.energy_update_ns : seen;
+    return telemetry::reading<std::uint64_t>::of(
+        static_cast<std::uint64_t>(state_at(moved).energy_mj));
+  }
+
  private:
   struct state {
     std::int64_t time;
@@ -174,9 +186,8 @@ class gpu {
     g.clock_sm_mhz = telemetry::reading<unsigned>::of(s.clock);
     g.clock_reasons = telemetry::reading<std::uint64_t>::of(s.reasons);
     g.power_w = telemetry::reading<double>::of(s.power);
-    g.energy_mj = telemetry::reading<std::uint64_t>::of(static_cast<std::uint64_t>(
-        m.energy_update_ns > 0 ? state_at(seen / m.energy_update_ns * m.energy_update_ns).energy_mj
-                               : s.energy_mj));
+    const bool energy_read = m.energy_read_every_ns == 0 || t % m.energy_read_every_ns == 0;
+    g.energy_mj = energy_read ? energy_at(t) : telemetry::reading<std::uint64_t>::skipped();
     g.reason_counters.sw_power_cap_ns =
         telemetry::reading<std::uint64_t>::of(static_cast<std::uint64_t>(s.cap_ns));
     g.reason_counters.sw_thermal_ns = telemetry::reading<std::uint64_t>::of(0);
@@ -281,6 +292,21 @@ class environment final : public measure::environment {
     m_gpu.idle_for(2);
     return *sentinel_clean_ms * (m_gpu.hidden_state ? 1.093 : 1.0) * wobble;
   }
+  /// The sampler's start-up probe (energy_probe_options), run over this GPU's counter read at
+  /// every telemetry tick from t = 0; or `probe_result` as given.
+  std::optional<telemetry::energy_probe_result> energy_counter_probe() override {
+    if (probe_result || !probe) return probe_result;
+    telemetry::energy_period_probe p(*probe);
+    for (std::int64_t t = 0; t <= m_gpu.now() && !p.done(); t += m_gpu.m.period_ns) {
+      (void)p.add(
+          t, probe_reads_fail ? telemetry::reading<std::uint64_t>::failed() : m_gpu.energy_at(t));
+    }
+    return p.result();
+  }
+  std::optional<telemetry::energy_probe_options> probe;
+  std::optional<telemetry::energy_probe_result> probe_result;
+  bool probe_reads_fail = false;
+
   std::string isolate(isolation how) override {
     if (how == isolation::none || how == isolation::process) return {};
     if (how == isolation::release && keep_context) return {};

@@ -216,6 +216,19 @@ TEST_F(gpu_telemetry_test, a_fast_read_skips_only_the_costly_readings) {
   expect_ok(s.power_w, 120.0, "power_w");
 }
 
+TEST_F(gpu_telemetry_test, a_counters_read_skips_only_the_energy_counter) {
+  const gpu_telemetry gpu(0);
+  const gpu_sample s = gpu.read(read_scope::counters);
+  for (const auto& [name, status] : statuses(s)) {
+    EXPECT_EQ(status, name == "energy_mj" ? reading_status::skipped : reading_status::ok) << name;
+  }
+  EXPECT_EQ(s.energy_mj.value, 0U);
+  expect_ok(s.reason_counters.hw_thermal_ns, std::uint64_t{fake::reason_hw_thermal_ns},
+            "hw_thermal_ns");
+  expect_ok(s.reason_counters.hw_power_brake_ns, std::uint64_t{fake::reason_hw_power_brake_ns},
+            "hw_power_brake_ns");
+}
+
 TEST_F(gpu_telemetry_test, unsupported_functions_give_unsupported_readings) {
   setenv(fake::env_nvml_unsupported,
          "nvmlDeviceGetTemperature,nvmlDeviceGetClockInfo,nvmlDeviceGetPerformanceState,"

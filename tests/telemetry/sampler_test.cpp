@@ -29,6 +29,9 @@ class scripted_source final : public sample_source {
     s.energy_mj = scope == read_scope::all
                       ? reading<std::uint64_t>::of(1000U * static_cast<unsigned>(n))
                       : reading<std::uint64_t>::skipped();
+    s.reason_counters.hw_thermal_ns = scope != read_scope::fast
+                                          ? reading<std::uint64_t>::of(static_cast<unsigned>(n))
+                                          : reading<std::uint64_t>::skipped();
     if (m_delay > 0ms) std::this_thread::sleep_for(m_delay);
     if (m_fail_every > 0 && n % m_fail_every == 0)
       throw std::runtime_error("sensor hiccup " + std::to_string(n));
@@ -59,42 +62,184 @@ TEST(sampler, period_must_be_1_to_1000_ms) {
   EXPECT_EQ(sampler(source(reads)).options().period, 50ms);  // the documented default
 }
 
-TEST(sampler, costly_readings_are_taken_at_the_slow_period) {
+/// Checks one costly tier in `samples`: read on the first sample, then never
+/// sooner than `period` after its last read by time stamps, and not left out
+/// when due (at most `late` after). Returns how many samples read it.
+template <class Read>
+std::size_t check_tier(const std::vector<gpu_sample>& samples, Read was_read,
+                       std::chrono::nanoseconds period, std::chrono::nanoseconds late,
+                       const char* tier) {
+  EXPECT_TRUE(was_read(samples.front())) << tier << ": the first tick reads everything";
+  std::int64_t last_ns = samples.front().time_ns;
+  std::size_t count = 1;
+  for (std::size_t i = 1; i < samples.size(); ++i) {
+    const std::int64_t since_last = samples[i].time_ns - last_ns;
+    if (was_read(samples[i])) {
+      EXPECT_GE(since_last, period.count()) << tier << " " << i;  // anchored on time stamps
+      last_ns = samples[i].time_ns;
+      ++count;
+    } else {
+      EXPECT_LT(since_last, (period + late).count()) << tier << " " << i;
+    }
+  }
+  return count;
+}
+
+bool counters_read(const gpu_sample& s) { return s.reason_counters.hw_thermal_ns.ok(); }
+bool energy_read(const gpu_sample& s) { return s.energy_mj.ok(); }
+
+TEST(sampler, slow_and_energy_periods_are_validated) {
   std::atomic<int> reads{0};
   EXPECT_THROW(sampler(source(reads), {.slow_period = 60001ms}), invalid_argument);
   EXPECT_THROW(sampler(source(reads), {.slow_period = -1ms}), invalid_argument);
-  sampler s(source(reads), {.period = 5ms, .slow_period = 50ms});
+  EXPECT_THROW(sampler(source(reads), {.slow_period = 200ms, .energy_period = 199ms}),
+               invalid_argument);
+  EXPECT_THROW(sampler(source(reads), {.slow_period = 0ms, .energy_period = -1ms}),
+               invalid_argument);
+  EXPECT_THROW(sampler(source(reads), {.energy_period = 60001ms}), invalid_argument);
+  EXPECT_NO_THROW(sampler(source(reads), {.slow_period = 200ms, .energy_period = 200ms}));
+  EXPECT_NO_THROW(sampler(source(reads), {.slow_period = 0ms, .energy_period = 0ms}));
+  EXPECT_NO_THROW(sampler(source(reads), {.slow_period = 60000ms, .energy_period = 60000ms}));
+  EXPECT_EQ(sampler(source(reads)).options().energy_period, 1000ms);  // the documented default
+}
+
+TEST(sampler, each_costly_tier_is_read_at_its_own_period) {
+  std::atomic<int> reads{0};
+  sampler s(source(reads), {.period = 5ms, .slow_period = 30ms, .energy_period = 150ms});
   s.start();
-  std::this_thread::sleep_for(300ms);
+  std::this_thread::sleep_for(620ms);
+  s.stop();
+  const auto samples = s.since(0);
+  ASSERT_GE(samples.size(), 60U);
+  // Not left out when due: a reading comes at most a tick after the due time,
+  // plus scheduling delay (loaded CI cores, ThreadSanitizer); energy waits for
+  // a counters tick, up to a slow period more.
+  const std::size_t counters = check_tier(samples, counters_read, 30ms, 5ms + 15ms, "counters");
+  const std::size_t energy = check_tier(samples, energy_read, 150ms, 30ms + 5ms + 15ms, "energy");
+  EXPECT_GE(counters, 12U);
+  EXPECT_LE(counters, 21U);
+  EXPECT_GE(energy, 3U);
+  EXPECT_LE(energy, 5U);
+  for (const auto& sample : samples) {
+    // Energy comes only with the counters; a fast tick skips both.
+    if (energy_read(sample)) {
+      EXPECT_TRUE(counters_read(sample));
+    }
+    if (!counters_read(sample)) {
+      EXPECT_EQ(sample.reason_counters.hw_thermal_ns.status, reading_status::skipped);
+      EXPECT_EQ(sample.energy_mj.status, reading_status::skipped);
+    }
+  }
+}
+
+TEST(sampler, late_time_stamps_keep_each_tier_apart) {
+  // Every read takes 7 ms and stamps its start: the grid slips, and a tier due
+  // by the tick's start may not be due by the last reading's stamp.
+  std::atomic<int> reads{0};
+  sampler s(source(reads, 0, 7ms), {.period = 4ms, .slow_period = 20ms, .energy_period = 45ms});
+  s.start();
+  std::this_thread::sleep_for(400ms);
   s.stop();
   const auto samples = s.since(0);
   ASSERT_GE(samples.size(), 20U);
-  EXPECT_TRUE(samples.front().energy_mj.ok());  // the first tick reads everything
-  std::int64_t last_full_ns = samples.front().time_ns;
-  std::size_t full = 1;
-  for (std::size_t i = 1; i < samples.size(); ++i) {
-    const auto& sample = samples[i];
-    const std::int64_t since_full = sample.time_ns - last_full_ns;
-    if (sample.energy_mj.ok()) {
-      EXPECT_GE(since_full, 50'000'000) << i;  // anchored on the time stamps
-      last_full_ns = sample.time_ns;
-      ++full;
-    } else {
-      EXPECT_EQ(sample.energy_mj.status, reading_status::skipped) << i;
-      // Not left out when due: a fast reading comes at most a tick after the
-      // due time, plus scheduling delay (loaded CI cores, ThreadSanitizer).
-      EXPECT_LT(since_full, 50'000'000 + 5'000'000 + 15'000'000) << i;
-    }
-  }
-  EXPECT_GE(full, 4U);
-  EXPECT_LE(full, 7U);
+  EXPECT_GE(check_tier(samples, counters_read, 20ms, 8ms + 7ms + 15ms, "counters"), 6U);
+  EXPECT_GE(check_tier(samples, energy_read, 45ms, 28ms + 7ms + 15ms, "energy"), 3U);
+}
 
+TEST(sampler, zero_periods_read_everything_every_tick) {
   std::atomic<int> every_reads{0};
-  sampler every(source(every_reads), {.period = 2ms, .slow_period = 0ms});
+  sampler every(source(every_reads), {.period = 2ms, .slow_period = 0ms, .energy_period = 0ms});
   every.start();
   while (every_reads.load() < 5) std::this_thread::sleep_for(1ms);
   every.stop();
-  for (const auto& sample : every.since(0)) EXPECT_TRUE(sample.energy_mj.ok());
+  for (const auto& sample : every.since(0)) EXPECT_TRUE(energy_read(sample));
+
+  std::atomic<int> reads{0};
+  sampler counters(source(reads), {.period = 2ms, .slow_period = 0ms});
+  counters.start();
+  while (reads.load() < 5) std::this_thread::sleep_for(1ms);
+  counters.stop();
+  const auto samples = counters.since(0);
+  for (const auto& sample : samples) EXPECT_TRUE(counters_read(sample));
+  EXPECT_EQ(std::count_if(samples.begin(), samples.end(), energy_read), 1);  // the first tick
+}
+
+/// An energy counter that moves every `period` of the steady clock (0: never), read by scope.
+class counter_source final : public sample_source {
+ public:
+  explicit counter_source(std::chrono::milliseconds period) : m_period(period) {}
+  gpu_sample read(read_scope scope) override {
+    gpu_sample s;
+    s.time_ns = steady_now_ns();
+    const std::int64_t period_ns = std::chrono::nanoseconds(m_period).count();
+    s.energy_mj = scope == read_scope::all
+                      ? reading<std::uint64_t>::of(
+                            period_ns > 0 ? static_cast<std::uint64_t>(s.time_ns / period_ns) : 7)
+                      : reading<std::uint64_t>::skipped();
+    s.reason_counters.hw_thermal_ns = scope != read_scope::fast ? reading<std::uint64_t>::of(1)
+                                                                : reading<std::uint64_t>::skipped();
+    return s;
+  }
+
+ private:
+  std::chrono::milliseconds m_period;
+};
+
+TEST(sampler, the_energy_probe_reads_every_tick_until_it_learns_then_energy_keeps_its_period) {
+  sampler s(std::make_unique<counter_source>(20ms),
+            {.period = 5ms,
+             .slow_period = 30ms,
+             .energy_period = 150ms,
+             .energy_probe = energy_probe_options{.steps = 4}});
+  EXPECT_FALSE(s.energy_probe());
+  s.start();
+  const auto probe = s.energy_probe(3000ms);
+  ASSERT_TRUE(probe);
+  ASSERT_TRUE(probe->period_ms) << probe->note;
+  // Each change is placed up to a tick late (more on a loaded CI machine): the mean of 4 steps.
+  EXPECT_NEAR(*probe->period_ms, 20, 6) << probe->note;
+  EXPECT_GE(probe->reads, 5);
+  EXPECT_LE(probe->seconds, 0.5);
+  std::this_thread::sleep_for(500ms);
+  s.stop();
+  const auto samples = s.since(0);
+  // The probe's reads: the first ticks, every one with energy; then energy at its own period.
+  const auto probing = static_cast<std::size_t>(probe->reads);
+  ASSERT_GT(samples.size(), probing + 40);
+  for (std::size_t i = 0; i < probing; ++i) EXPECT_TRUE(energy_read(samples[i])) << i;
+  const std::vector<gpu_sample> after(samples.begin() + static_cast<std::ptrdiff_t>(probing) - 1,
+                                      samples.end());
+  EXPECT_LE(check_tier(after, energy_read, 150ms, 30ms + 5ms + 15ms, "energy"), 5U);
+  EXPECT_EQ(s.energy_probe()->period_ms, probe->period_ms);  // kept
+}
+
+TEST(sampler, a_probe_that_learns_nothing_ends_at_its_bound) {
+  sampler s(
+      std::make_unique<counter_source>(0ms),
+      {.period = 5ms, .energy_probe = energy_probe_options{.max_time = 1000ms, .max_reads = 20}});
+  s.start();
+  const auto probe = s.energy_probe(3000ms);
+  s.stop();
+  ASSERT_TRUE(probe);
+  EXPECT_FALSE(probe->period_ms);
+  EXPECT_EQ(probe->reads, 20);
+  EXPECT_NE(probe->note.find("did not move"), std::string::npos) << probe->note;
+}
+
+TEST(sampler, a_probe_cut_short_by_stop_starts_over) {
+  sampler s(std::make_unique<counter_source>(0ms),
+            {.period = 5ms, .energy_probe = energy_probe_options{.max_time = 150ms}});
+  s.start();
+  s.stop();  // at once: the probe has not finished
+  EXPECT_FALSE(s.energy_probe());
+  s.start();
+  const auto probe = s.energy_probe(3000ms);
+  s.stop();
+  ASSERT_TRUE(probe);
+  EXPECT_FALSE(probe->period_ms);
+  EXPECT_THROW(sampler(std::make_unique<counter_source>(0ms),
+                       {.energy_probe = energy_probe_options{.steps = 0}}),
+               invalid_argument);
 }
 
 TEST(sampler, first_sample_is_taken_at_start) {

@@ -23,6 +23,7 @@
 #include "coolbench/measure/options.hpp"
 #include "coolbench/measure/result.hpp"
 #include "coolbench/measure/workload.hpp"
+#include "coolbench/telemetry/energy_probe.hpp"
 #include "coolbench/telemetry/gpu.hpp"
 
 namespace coolbench::measure {
@@ -55,6 +56,13 @@ class environment {
   /// One check of the hidden-state sentinel (docs/measure.md, "Hidden state"): its median in
   /// ms, or empty where the environment has none.
   [[nodiscard]] virtual std::optional<double> sentinel_ms() { return std::nullopt; }
+  /// What the environment learned at its start of how often the GPU's energy counter moves
+  /// (telemetry::energy_period_probe; docs/measure.md, "Energy"), waiting for the probe to
+  /// finish (at most about a second); empty where it did not try (a CPU environment, a
+  /// simulated GPU without a probe).
+  [[nodiscard]] virtual std::optional<telemetry::energy_probe_result> energy_counter_probe() {
+    return std::nullopt;
+  }
   /// Clears hidden state the way `how` says (the workload has released its resources first
   /// when `how` is release); a line for the report, empty when nothing was done.
   virtual std::string isolate(isolation how) {

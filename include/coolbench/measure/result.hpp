@@ -13,6 +13,7 @@
 #include "coolbench/measure/hidden_state.hpp"
 #include "coolbench/measure/options.hpp"
 #include "coolbench/measure/timing.hpp"
+#include "coolbench/telemetry/energy_probe.hpp"
 #include "coolbench/telemetry/gpu.hpp"
 
 namespace coolbench::measure {
@@ -129,6 +130,16 @@ struct context_summary {
   double cv = 0;      ///< stddev / mean of the medians
 };
 
+/// Where energy_figure::counter_period_ms comes from (docs/measure.md, "Energy").
+enum class energy_period_source : std::uint8_t {
+  readings,          ///< the run's own readings resolved it: some saw the old value again
+  probe,             ///< the start-up probe learned it (run_result::energy_probe); the run agrees
+  reading_interval,  ///< neither: every reading saw a new value, so the interval bounds it
+};
+
+/// "readings", "probe", "reading interval" (the JSON's spelling).
+[[nodiscard]] std::string to_string(energy_period_source source);
+
 /// Energy per inference from the GPU's total-energy counter (docs/measure.md, "Energy"): over
 /// windows of measurement at least k_energy_window_periods of the counter's update period long.
 struct energy_figure {
@@ -138,11 +149,15 @@ struct energy_figure {
   int windows = 0;
   double seconds = 0;  ///< the windows' time in all
   double runs = 0;     ///< the runs in them (one straddling an end counts by its fraction)
-  /// How often the counter moved: the median time between its steps. When every reading saw
-  /// a new value the period is only known to be at most the reading interval
-  /// (`period_resolved` false) and the windows are sized on that bound.
+  /// How often the counter moved: what the start-up probe learned, unless the run's readings
+  /// contradict it; else the median time between the counter's steps in the readings, or, when
+  /// every reading saw a new value, their interval, a bound. `period_resolved` is false for a
+  /// bound ("at most"), the probe's included.
   double counter_period_ms = 0;
   bool period_resolved = false;
+  energy_period_source period_source = energy_period_source::reading_interval;
+  /// Why a probe that ran gave no period here; empty when it did, or none ran.
+  std::string period_note;
   double reading_interval_ms = 0;  ///< median time between the counter's readings
   double window_min_ms = 0;        ///< the shortest window used
 };
@@ -191,6 +206,9 @@ struct run_result {
   std::string final_release;
   std::optional<double> energy_per_run_j;  ///< every steady span pooled (as energy's runs)
   std::optional<energy_figure> energy;     ///< with its uncertainty
+  /// What the environment's start-up probe learned of the energy counter's period; empty
+  /// where none ran (a CPU workload, a simulated GPU without one).
+  std::optional<telemetry::energy_probe_result> energy_probe;
   std::optional<profile_result> profile;
   /// The hidden-state sentinel's calibration and checks; empty where the environment has no
   /// sentinel (a CPU workload, a baseline policy, a simulated GPU without one).

@@ -109,15 +109,16 @@ struct gpu_link {
   [[nodiscard]] std::string label() const;
 };
 
-/// Which readings a read takes. Measured on an H200 (driver 580.159.04), the
-/// energy counter costs about 4 ms of CPU per read and the HW thermal and HW
-/// power-brake time counters about 0.6 ms each, against a few microseconds for
-/// everything else together; `fast` leaves those three out (they read as
-/// `skipped`). All three are cumulative, so reading them less often loses
-/// nothing but time resolution.
+/// Which readings a read takes. Measured on an H200 (driver 580.159.04,
+/// docs/perf/ci.md), the energy counter costs about 2.4 ms of CPU per read and
+/// the HW thermal and HW power-brake time counters about 0.4 ms together,
+/// against a few microseconds for everything else together. Readings a scope
+/// leaves out read as `skipped`. All three are cumulative, so reading them less
+/// often loses nothing but time resolution.
 enum class read_scope : std::uint8_t {
-  all,   ///< every reading
-  fast,  ///< all but the energy counter and the HW thermal / power-brake counters
+  all,       ///< every reading
+  fast,      ///< all but the energy counter and the HW thermal / power-brake counters
+  counters,  ///< `fast` plus the HW thermal / power-brake counters: all but the energy counter
 };
 
 /// One GPU seen through NVML, addressed by its CUDA ordinal. Loads NVML (and,

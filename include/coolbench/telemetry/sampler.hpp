@@ -7,9 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "coolbench/telemetry/energy_probe.hpp"
 #include "coolbench/telemetry/gpu.hpp"
 
 namespace coolbench::telemetry {
@@ -29,11 +31,21 @@ class sample_source {
 
 struct sampler_options {
   std::chrono::milliseconds period{50};  ///< 1 to 1000 ms
-  /// The costly readings (energy, HW thermal and power-brake time counters;
-  /// see read_scope) are read on the first tick and then on the first tick
-  /// at least this long after the last time; other samples hold them as
+  /// The HW thermal and power-brake time counters (read_scope::counters) are
+  /// read on the first tick and then on the first tick at least this long
+  /// after their last read by time stamps; other samples hold them as
   /// `skipped`. 0 reads them every tick. At most 60 s.
   std::chrono::milliseconds slow_period{1000};
+  /// The same for the energy counter (read_scope::all), the dearest reading.
+  /// It is read only on a tick that also reads the counters, so it may come up
+  /// to one slow_period after it is due. slow_period to 60000 ms.
+  std::chrono::milliseconds energy_period{1000};
+  /// When set, the sampler first learns how often the energy counter moves:
+  /// every tick reads read_scope::all and feeds an energy_period_probe until
+  /// it is done (at most its max_time or max_reads), and then the periods
+  /// above apply. energy_probe() gives what it learned. The probe resolves a
+  /// period down to about `period`; a faster counter is bounded by it.
+  std::optional<energy_probe_options> energy_probe{};
   std::size_t capacity = 65536;  ///< samples kept (about 55 min at 50 ms)
 };
 
@@ -48,8 +60,9 @@ struct sampler_stats {
 
 class sampler {
  public:
-  /// Throws invalid_argument when the period is outside 1–1000 ms or the
-  /// capacity is 0.
+  /// Throws invalid_argument when the period is outside 1–1000 ms, the slow
+  /// or energy period or the probe's options outside their ranges (see
+  /// sampler_options, energy_probe_options) or the capacity is 0.
   sampler(std::unique_ptr<sample_source> source, sampler_options options = {});
   ~sampler();  ///< stops the thread
   sampler(const sampler&) = delete;
@@ -72,6 +85,12 @@ class sampler {
 
   /// Samples with time_ns > after_ns, oldest first.
   [[nodiscard]] std::vector<gpu_sample> since(std::int64_t after_ns) const;
+
+  /// What the start-up energy probe learned (sampler_options::energy_probe),
+  /// waiting up to `wait` for it to finish; empty when no probe was asked for
+  /// or it has not finished (the sampler was stopped first, or `wait` ran out).
+  [[nodiscard]] std::optional<energy_probe_result> energy_probe(
+      std::chrono::milliseconds wait = std::chrono::milliseconds(0)) const;
 
   [[nodiscard]] sampler_stats stats() const;
   [[nodiscard]] const sampler_options& options() const noexcept;

@@ -2,6 +2,8 @@
 // steady span, and per window of several counter periods with a CI over the windows.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "coolbench/stats.hpp"
 
@@ -50,26 +52,73 @@ std::vector<telemetry::gpu_sample> counter_readings(run_state& run) {
 
 /// The reading interval, and the counter's update period from its steps: the median time
 /// between readings that saw a new value. When no reading saw the old value again, the counter
-/// moved at least once per reading and its period is only bounded by the interval.
-void estimate_period(const std::vector<telemetry::gpu_sample>& readings, energy_figure& e) {
+/// moved at least once per reading and its period is only bounded by the interval. Returns the
+/// longest time the readings saw the counter stand still (first to last reading of one value).
+double estimate_period(const std::vector<telemetry::gpu_sample>& readings, energy_figure& e) {
   std::vector<double> gaps;
   std::vector<double> steps;
   bool some_unchanged = false;
   std::int64_t last_change = -1;
+  std::int64_t value_since = readings.front().time_ns;  // first reading of the current value
+  double longest_still_ms = 0;
   for (std::size_t i = 1; i < readings.size(); ++i) {
     const auto& a = readings[i - 1];
     const auto& b = readings[i];
     gaps.push_back(static_cast<double>(b.time_ns - a.time_ns) / 1e6);
     if (b.energy_mj.value == a.energy_mj.value) {
       some_unchanged = true;
+      longest_still_ms =
+          std::max(longest_still_ms, static_cast<double>(b.time_ns - value_since) / 1e6);
       continue;
     }
+    value_since = b.time_ns;
     if (last_change >= 0) steps.push_back(static_cast<double>(b.time_ns - last_change) / 1e6);
     last_change = b.time_ns;
   }
   e.reading_interval_ms = gaps.empty() ? 0 : stats::median(gaps);
   e.period_resolved = some_unchanged && !steps.empty();
   e.counter_period_ms = e.period_resolved ? stats::median(steps) : e.reading_interval_ms;
+  e.period_source =
+      e.period_resolved ? energy_period_source::readings : energy_period_source::reading_interval;
+  return longest_still_ms;
+}
+
+/// Why this run contradicts the start-up probe's period, or empty: the readings saw the counter
+/// stand still that long or longer, or saw it move at every reading of a shorter interval.
+std::string contradiction(double period_ms, double longest_still_ms, const energy_figure& e) {
+  char text[200];
+  if (longest_still_ms >= period_ms) {
+    std::snprintf(text, sizeof text,
+                  "the readings saw the counter stand still for %.1f ms, not less than the "
+                  "start-up probe's %.1f ms",
+                  longest_still_ms, period_ms);
+    return text;
+  }
+  if (!e.period_resolved && period_ms > e.reading_interval_ms) {
+    std::snprintf(text, sizeof text,
+                  "the start-up probe's %.1f ms is longer than the readings' interval, at each "
+                  "of which the counter had moved",
+                  period_ms);
+    return text;
+  }
+  return {};
+}
+
+/// The start-up probe's period when it learned one and this run does not contradict it (it
+/// times the steps far more finely than readings a second apart); else the readings' own
+/// estimate, with the reason the probe's was not used.
+void choose_period(const std::optional<telemetry::energy_probe_result>& probe,
+                   double longest_still_ms, energy_figure& e) {
+  if (!probe) return;
+  if (!probe->period_ms) {
+    e.period_note = "the start-up probe learned no period: " + probe->note;
+    return;
+  }
+  e.period_note = contradiction(*probe->period_ms, longest_still_ms, e);
+  if (!e.period_note.empty()) return;
+  e.counter_period_ms = *probe->period_ms;
+  e.period_resolved = probe->resolved;
+  e.period_source = energy_period_source::probe;
 }
 
 /// One window's energy, time and runs, as it grows.
@@ -88,7 +137,8 @@ std::optional<energy_figure> energy_with_uncertainty(run_state& run) {
   const auto readings = counter_readings(run);
   if (readings.size() < 2) return std::nullopt;
   energy_figure e;
-  estimate_period(readings, e);
+  const double longest_still_ms = estimate_period(readings, e);
+  choose_period(run.r.energy_probe, longest_still_ms, e);
   e.window_min_ms = k_energy_window_periods * e.counter_period_ms;
   std::vector<double> per_run;
   window open;

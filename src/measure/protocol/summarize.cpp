@@ -169,6 +169,7 @@ void summarize(run_state& run) {
   if (spread_over_contexts(run)) summarize_contexts(run, d);
   if (bursts_are_contexts(run)) widen_by_the_bursts(run);
   run.r.energy_per_run_j = energy_per_run(run);
+  if (run.r.conditions.gpu) run.r.energy_probe = run.env.energy_counter_probe();
   run.r.energy = energy_with_uncertainty(run);
   if (profile) {
     d.points.warmup_median_ms = warmup_median(run, d);

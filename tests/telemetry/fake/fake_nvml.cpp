@@ -8,6 +8,7 @@
 //   FAKE_NVML_UNSUPPORTED  function names, comma-separated, that return NOT_SUPPORTED (3)
 //   FAKE_NVML_FAIL         function names, comma-separated, that return UNKNOWN (999)
 //   FAKE_NVML_PROCESSES    "pid:bytes,pid:bytes": compute processes on GPU 0 (bytes may be "na")
+//   FAKE_NVML_ENERGY_PERIOD_MS  the energy counter moves every this many ms (default 0: never)
 // Every value reported is in fake_values.hpp. A malformed script aborts with a message on
 // stderr: it is always a bug in the test. Calls other than nvmlInit_v2 and nvmlErrorString
 // return NVML_ERROR_UNINITIALIZED (1) before a successful nvmlInit_v2 or after the matching
@@ -17,6 +18,7 @@
 #include <array>
 #include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,6 +51,8 @@ struct script {
   std::vector<std::string> unsupported;
   std::vector<std::string> failing;
   std::vector<fake_process> processes;
+  unsigned energy_period_ms = 0;
+  std::chrono::steady_clock::time_point energy_origin;
 };
 
 [[noreturn]] void bad_script(const char* variable, std::string_view value) {
@@ -123,6 +127,8 @@ script read_script() {
   result.unsupported = env_names(fake::env_nvml_unsupported);
   result.failing = env_names(fake::env_nvml_fail);
   result.processes = env_processes(fake::env_nvml_processes);
+  result.energy_period_ms = env_number<unsigned>(fake::env_nvml_energy_period_ms, 0);
+  result.energy_origin = std::chrono::steady_clock::now();
   return result;
 }
 
@@ -266,6 +272,15 @@ constexpr std::array field_table{
               false},
 };
 
+// The energy counter now: fake::energy_mj, plus a step every FAKE_NVML_ENERGY_PERIOD_MS.
+ull energy_now() {
+  if (g_script.energy_period_ms == 0) return fake::energy_mj;
+  const auto since = std::chrono::steady_clock::now() - g_script.energy_origin;
+  const auto steps = std::chrono::duration_cast<std::chrono::milliseconds>(since).count() /
+                     g_script.energy_period_ms;
+  return fake::energy_mj + static_cast<ull>(steps) * fake::energy_step_mj;
+}
+
 void fill_field(nvml_field_value& field, unsigned gpu) {
   field.timestamp_us = 0;
   field.latency_us = 0;
@@ -276,7 +291,8 @@ void fill_field(nvml_field_value& field, unsigned gpu) {
     field.nvml_result = nvml_error_not_supported;
     return;
   }
-  const ull value = row->value + (row->plus_gpu_index ? gpu : 0);
+  const ull value =
+      row->id == nvml_fi_energy ? energy_now() : row->value + (row->plus_gpu_index ? gpu : 0);
   field.value_type = row->value_type;
   field.nvml_result = nvml_success;
   if (row->value_type == nvml_value_uint) {
@@ -531,7 +547,7 @@ nvml_return nvmlDeviceGetPowerManagementLimitConstraints(nvml_device device, uns
 }
 
 nvml_return nvmlDeviceGetTotalEnergyConsumption(nvml_device device, ull* mj) {
-  return answer(__func__, device, mj, [](unsigned) { return fake::energy_mj; });
+  return answer(__func__, device, mj, [](unsigned) { return energy_now(); });
 }
 
 nvml_return nvmlDeviceGetPerformanceState(nvml_device device, int* pstate) {

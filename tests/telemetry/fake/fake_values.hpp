@@ -19,6 +19,9 @@ inline constexpr const char* env_nvml_gpus = "FAKE_NVML_GPUS";                //
 inline constexpr const char* env_nvml_unsupported = "FAKE_NVML_UNSUPPORTED";  // fn,fn → 3
 inline constexpr const char* env_nvml_fail = "FAKE_NVML_FAIL";                // fn,fn → 999
 inline constexpr const char* env_nvml_processes = "FAKE_NVML_PROCESSES";      // pid:bytes,...
+// The energy counter moves by energy_step_mj every this many ms of the steady clock, counted from
+// nvmlInit_v2; unset or 0: it never moves (reads fake::energy_mj).
+inline constexpr const char* env_nvml_energy_period_ms = "FAKE_NVML_ENERGY_PERIOD_MS";
 inline constexpr const char* env_cuda_init_result = "FAKE_CUDA_INIT_RESULT";  // int, default 0
 inline constexpr const char* env_cuda_devices = "FAKE_CUDA_DEVICES";          // default "0,1"
 
@@ -81,6 +84,7 @@ inline constexpr unsigned power_usage_mw = 123456;    // nvmlDeviceGetPowerUsage
 inline constexpr unsigned power_instant_mw = 120000;  // field 186
 inline constexpr unsigned power_average_mw = 110000;  // field 185
 inline constexpr ull energy_mj = 5000000;             // field 191 and TotalEnergyConsumption
+inline constexpr ull energy_step_mj = 70000;          // per step with FAKE_NVML_ENERGY_PERIOD_MS
 inline constexpr unsigned enforced_power_limit_mw = 700000;
 inline constexpr unsigned default_power_limit_mw = 700000;
 inline constexpr unsigned power_limit_min_mw = 200000;
