@@ -11,6 +11,7 @@ enum exit_code : int {
   exit_bad_device = 4,      ///< the device named does not exist
   exit_timeout = 5,         ///< a wait ran out of time (wait-cool --timeout)
   exit_not_comparable = 6,  ///< compare: the runs measure different things (without --force)
+  exit_some_gpus_failed = 7,  ///< run on several GPUs: some failed, the others' results written
   exit_interrupted = 130,   ///< stopped by Ctrl-C where that is not the normal end
 };
 
