@@ -39,7 +39,8 @@ std::string check_run_device(const std::string& value) {
   std::string why;
   if (parse_list(value, why).empty()) {
     return "must be cpu or a CUDA ordinal (0, 1, ...), or several GPUs: all, or distinct "
-           "ordinals N,M,... (" + why + ")";
+           "ordinals N,M,... (" +
+           why + ")";
   }
   return {};
 }

@@ -14,8 +14,8 @@ namespace coolbench::measure {
 namespace {
 
 /// One GPU's whole part: its job made, measured and dropped, in this thread. Nothing escapes.
-device_run run_one(int ordinal, const device_job_factory& make_job,
-                   const protocol_options& options, const device_progress_fn& progress) {
+device_run run_one(int ordinal, const device_job_factory& make_job, const protocol_options& options,
+                   const device_progress_fn& progress) {
   device_run out;
   out.ordinal = ordinal;
   const progress_fn lines = [&](const std::string& line) {
@@ -61,7 +61,8 @@ multi_result measure_devices(const std::vector<int>& ordinals, const device_job_
     std::vector<std::jthread> workers;
     workers.reserve(ordinals.size());
     for (std::size_t i = 0; i < ordinals.size(); ++i) {
-      workers.emplace_back([&, i] { all.runs[i] = run_one(ordinals[i], make_job, options, progress); });
+      workers.emplace_back(
+          [&, i] { all.runs[i] = run_one(ordinals[i], make_job, options, progress); });
     }
   }  // joins every worker
   all.spread = spread_of(all.runs);

@@ -34,9 +34,8 @@ namespace {
 model_spread spread_over(std::string model, std::vector<gpu_deviation> gpus) {
   model_spread s;
   s.model = std::move(model);
-  std::sort(gpus.begin(), gpus.end(), [](const auto& a, const auto& b) {
-    return a.ordinal < b.ordinal;
-  });
+  std::sort(gpus.begin(), gpus.end(),
+            [](const auto& a, const auto& b) { return a.ordinal < b.ordinal; });
   double sum = 0;
   s.min_ms = gpus.front().figure_ms;
   s.max_ms = gpus.front().figure_ms;

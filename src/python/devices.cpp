@@ -57,8 +57,8 @@ class multi_result_py {
                      : fmt::format(" GPU {}: failed;", ordinal);
     }
     for (const auto& s : m_r.spread) {
-      text += fmt::format(" spread {:.2f}% over {} {};", 100 * s.max_over_min, s.gpus.size(),
-                          s.model);
+      text +=
+          fmt::format(" spread {:.2f}% over {} {};", 100 * s.max_over_min, s.gpus.size(), s.model);
     }
     text.back() = '>';
     return text;
@@ -98,9 +98,8 @@ struct gpu_calls {
   std::string made;  ///< the callable's name
 };
 
-measure::device_job_factory job_factory(const devices_arguments& a,
-                                        std::map<int, gpu_calls>& calls, bool is_callable,
-                                        measure::context_release release,
+measure::device_job_factory job_factory(const devices_arguments& a, std::map<int, gpu_calls>& calls,
+                                        bool is_callable, measure::context_release release,
                                         const std::function<bool()>& stop) {
   return [&a, &calls, is_callable, release, stop](int ordinal) {
     measure::device_job job;

@@ -41,7 +41,9 @@ inline py::object json_text_to_python(const std::string& text) {
   return py::module_::import("json").attr("loads")(text);
 }
 
-inline py::object json_to_python(const nlohmann::json& value) { return json_text_to_python(value.dump()); }
+inline py::object json_to_python(const nlohmann::json& value) {
+  return json_text_to_python(value.dump());
+}
 
 /// A finished run, as Python sees it.
 class result {

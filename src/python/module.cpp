@@ -31,9 +31,9 @@
 #include "coolbench/measure/workload.hpp"
 #include "coolbench/report.hpp"
 #include "python/compare.hpp"
+#include "python/devices.hpp"
 #include "python/keywords.hpp"
 #include "python/measure_types.hpp"
-#include "python/devices.hpp"
 #ifdef COOLBENCH_PYTHON_HAVE_ENGINE
 #include "python/session.hpp"
 #endif

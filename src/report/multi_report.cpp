@@ -104,8 +104,8 @@ multi_document read_multi_document(nlohmann::json doc, std::string source) {
     gpu.status = g.value("status", std::string());
     gpu.failure = g.value("failure", std::string());
     if (g.contains("run") && !g["run"].is_null()) {
-      gpu.run = read_run_document(std::move(g["run"]),
-                                  fmt::format("{} (GPU {})", source, gpu.ordinal));
+      gpu.run =
+          read_run_document(std::move(g["run"]), fmt::format("{} (GPU {})", source, gpu.ordinal));
     }
     m.gpus.push_back(std::move(gpu));
   }
@@ -138,9 +138,9 @@ std::string spread_table_html(const nlohmann::json& s) {
       s.value("max_ms", 0.0), 100 * s.value("max_over_min", 0.0), s.value("fastest", -1),
       s.value("slowest", -1));
   for (const auto& g : s["gpus"]) {
-    out += fmt::format("<tr><td><a href=\"#gpu{0}\">{0}</a></td><td>{1:.5f}</td><td>{2:+.2f}%</td></tr>\n",
-                       g.value("ordinal", -1), g.value("figure_ms", 0.0),
-                       100 * g.value("vs_mean", 0.0));
+    out += fmt::format(
+        "<tr><td><a href=\"#gpu{0}\">{0}</a></td><td>{1:.5f}</td><td>{2:+.2f}%</td></tr>\n",
+        g.value("ordinal", -1), g.value("figure_ms", 0.0), 100 * g.value("vs_mean", 0.0));
   }
   return out + "</table>\n";
 }
@@ -169,12 +169,13 @@ std::string multi_html(const multi_document& m) {
   std::string out = html_page_start(fmt::format("coolbench: {} GPUs", m.gpus.size()));
   out += fmt::format("<h1>{} GPUs measured at once</h1>\n<p class=\"sub\">from {}</p>\n",
                      m.gpus.size(), html_escape(m.source));
-  out += "<h2 id=\"gpus\">Each GPU</h2>\n<table>\n<tr><th>GPU</th><th>model</th><th>figure "
-         "(ms)</th><th>status</th></tr>\n";
+  out +=
+      "<h2 id=\"gpus\">Each GPU</h2>\n<table>\n<tr><th>GPU</th><th>model</th><th>figure "
+      "(ms)</th><th>status</th></tr>\n";
   for (const auto& g : m.gpus) {
     const auto figure = g.run ? g.run->figure_ms() : std::nullopt;
-    const auto& gpu = g.run ? g.run->doc["environment"].value("gpu", nlohmann::json())
-                            : nlohmann::json();
+    const auto& gpu =
+        g.run ? g.run->doc["environment"].value("gpu", nlohmann::json()) : nlohmann::json();
     out += fmt::format(
         "<tr><td><a href=\"#gpu{0}\">{0}</a></td><td>{1}</td><td>{2}</td><td>{3}</td></tr>\n",
         g.ordinal, gpu.is_object() ? html_escape(gpu.value("name", std::string())) : "",

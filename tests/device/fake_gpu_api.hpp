@@ -30,8 +30,8 @@ class fake_gpu_api final : public detail::gpu_api {
   std::uint64_t foreign_bytes = 0;                   ///< another library's memory in this process
   /// Another library's memory on one GPU only (ordinal → bytes); a reset of that GPU takes it.
   std::map<int, std::uint64_t> foreign_bytes_on;
-  bool nvml_sees_process = true;                     ///< false: per-process memory unknown
-  bool fail_synchronize = false;                     ///< in-flight work failed (sticky error)
+  bool nvml_sees_process = true;  ///< false: per-process memory unknown
+  bool fail_synchronize = false;  ///< in-flight work failed (sticky error)
   /// Device memory of loaded modules and library handles: NVML counts it like
   /// any allocation. Whose it is depends on who loads it (set it in a lease:
   /// coolbench's). A reset takes it.

@@ -43,9 +43,7 @@ class refusing_environment final : public environment {
   std::vector<telemetry::gpu_sample> between(std::int64_t from, std::int64_t to) override {
     return m_inner.between(from, to);
   }
-  std::chrono::nanoseconds telemetry_period() const override {
-    return m_inner.telemetry_period();
-  }
+  std::chrono::nanoseconds telemetry_period() const override { return m_inner.telemetry_period(); }
   bool interrupted() override { return m_inner.interrupted(); }
   std::string release_device() override {
     if (m_releases++ >= m_refuse_from) {
@@ -66,7 +64,7 @@ class refusing_environment final : public environment {
 struct sim_host {
   struct gpu_script {
     sim::gpu_model model;
-    int fail_run_after = -1;  ///< the workload throws after this many runs; -1 never
+    int fail_run_after = -1;       ///< the workload throws after this many runs; -1 never
     int refuse_release_from = -1;  ///< releases refused from this one on; -1 never
     bool cannot_make = false;      ///< the job cannot be made (the GPU is gone)
   };
@@ -258,8 +256,7 @@ TEST(MultiGpu, OneGpuGivesTheSameRunAsASingleRun) {
 TEST(MultiGpu, AnEmptyOrRepeatedListIsRefusedBeforeAnythingRuns) {
   sim_host host;
   EXPECT_THROW((void)measure_devices({}, host.factory(), quick_options()), invalid_argument);
-  EXPECT_THROW((void)measure_devices({0, 1, 0}, host.factory(), quick_options()),
-               invalid_argument);
+  EXPECT_THROW((void)measure_devices({0, 1, 0}, host.factory(), quick_options()), invalid_argument);
   EXPECT_THROW((void)measure_devices({-1}, host.factory(), quick_options()), invalid_argument);
   EXPECT_TRUE(host.threads.empty());
 }
@@ -277,10 +274,9 @@ device_run made_run(int ordinal, const std::string& model, double median_ms) {
 }
 
 TEST(MultiGpu, TheSpreadIsPerModelAndUsesTheContextsFigure) {
-  std::vector<device_run> runs = {made_run(0, "NVIDIA H200", 1.00),
-                                  made_run(1, "NVIDIA H100", 1.30),
-                                  made_run(2, "NVIDIA H200", 1.08),
-                                  made_run(3, "NVIDIA H100", 1.30)};
+  std::vector<device_run> runs = {
+      made_run(0, "NVIDIA H200", 1.00), made_run(1, "NVIDIA H100", 1.30),
+      made_run(2, "NVIDIA H200", 1.08), made_run(3, "NVIDIA H100", 1.30)};
   runs[2].result->contexts.emplace();
   runs[2].result->contexts->mean_ms = 1.10;  // the run's figure, not the pooled median
   const auto spread = spread_of(runs);

@@ -110,7 +110,8 @@ nlohmann::json three_gpus() {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    fmt::print(stderr, "usage: make_sample_run cold|cold-slower|power-bound|profile|ab|multi OUT.json\n");
+    fmt::print(stderr,
+               "usage: make_sample_run cold|cold-slower|power-bound|profile|ab|multi OUT.json\n");
     return 2;
   }
   const std::string kind = argv[1];

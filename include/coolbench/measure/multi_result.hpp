@@ -50,7 +50,7 @@ struct model_spread {
 };
 
 struct multi_result {
-  std::vector<device_run> runs;     ///< one per GPU asked for, in the order given
+  std::vector<device_run> runs;      ///< one per GPU asked for, in the order given
   std::vector<model_spread> spread;  ///< per GPU model with two or more figures
 
   /// How many GPUs failed (device_run::failed).

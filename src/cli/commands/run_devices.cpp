@@ -32,8 +32,8 @@ void write_files(const devices_run& r, const measure::multi_result& all) {
     nlohmann::json doc = report::multi_to_json(all);
     if (!r.json_path.empty()) report::write_text_atomically(r.json_path, doc.dump(1) + "\n");
     if (!r.html_path.empty()) {
-      report::write_text_atomically(
-          r.html_path, report::multi_html(report::read_multi_document(std::move(doc), r.html_path)));
+      report::write_text_atomically(r.html_path, report::multi_html(report::read_multi_document(
+                                                     std::move(doc), r.html_path)));
     }
   }
   if (r.csv_path.empty()) return;
@@ -89,8 +89,8 @@ int run_devices(const devices_run& r, const measure::protocol_options& protocol)
                r.workload.empty() ? "model " + r.model : r.workload, list);
     std::fflush(stdout);
   }
-  const measure::multi_result all = measure::measure_devices(r.ordinals, make_job, protocol,
-                                                             progress);
+  const measure::multi_result all =
+      measure::measure_devices(r.ordinals, make_job, protocol, progress);
   write_files(r, all);
   fmt::print("{}", report::format_multi_summary(all));
   return exit_code_of(all);
