@@ -29,6 +29,11 @@ def test_devices_refuses_what_does_not_go_with_it(kwargs, words):
         coolbench.measure("gemm:fp16:128:128:128", **kwargs)
 
 
+def test_devices_and_processes_do_not_go_together():
+    with pytest.raises(TypeError, match="processes="):
+        coolbench.measure("pkg.mod:fn", processes=3, devices=[0, 1])
+
+
 def test_devices_refuses_a_workload_that_is_neither_name_nor_callable():
     with pytest.raises(coolbench.InvalidArgument, match="make\\(device\\)"):
         coolbench.measure(42, devices=[0])
