@@ -7,9 +7,9 @@ scripts/setup.sh
 scripts/build.sh
 status=0
 
-# The threaded logic (sampler, device leases and release) again under
+# The threaded logic (sampler, device leases and release, several GPUs at once) again under
 # ThreadSanitizer; any report fails the test.
-tsan_tests=(sampler_test device_test)
+tsan_tests=(sampler_test device_test multi_device_test multi_test)
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_WERROR=ON \
   -DCOOLBENCH_CUDA=OFF -DCOOLBENCH_SANITIZE=thread >/dev/null
 cmake --build build-tsan -j "$(nproc)" --target "${tsan_tests[@]}"

@@ -5,6 +5,7 @@
 
 #include "coolbench/measure/ab.hpp"        // IWYU pragma: export
 #include "coolbench/measure/heater.hpp"    // IWYU pragma: export
+#include "coolbench/measure/multi.hpp"     // IWYU pragma: export
 #include "coolbench/measure/options.hpp"   // IWYU pragma: export
 #include "coolbench/measure/protocol.hpp"  // IWYU pragma: export
 #include "coolbench/measure/result.hpp"    // IWYU pragma: export

@@ -7,6 +7,7 @@
 #include "coolbench/report/compare_report.hpp"        // IWYU pragma: export
 #include "coolbench/report/format.hpp"                // IWYU pragma: export
 #include "coolbench/report/html_report.hpp"           // IWYU pragma: export
+#include "coolbench/report/multi_report.hpp"          // IWYU pragma: export
 #include "coolbench/report/release_check_report.hpp"  // IWYU pragma: export
 #include "coolbench/report/run_document.hpp"          // IWYU pragma: export
 #include "coolbench/report/run_report.hpp"            // IWYU pragma: export

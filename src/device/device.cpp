@@ -26,7 +26,7 @@ std::string_view to_string(resource_kind kind) noexcept {
 lease::lease(std::shared_ptr<device_state> state) : m_state(std::move(state)) {
   std::lock_guard lock(m_state->mutex);
   const bool created = !m_state->context_active;
-  m_state->ensure_context();
+  m_state->enter();
   if (++m_state->leases == 1) {
     ++m_state->windows_opened;
     m_state->lease_start_bytes = created && m_state->own_context_bytes
@@ -67,7 +67,7 @@ int lease::ordinal() const noexcept { return m_state->ordinal; }
 
 buffer lease::allocate(std::size_t bytes) {
   std::lock_guard lock(m_state->mutex);
-  m_state->ensure_context();
+  m_state->enter();
   m_generation = m_state->generation.load();
   void* pointer = m_state->allocator.allocate(bytes);
   return {m_state, pointer, caching_allocator::block_size(bytes), m_generation};
@@ -75,7 +75,7 @@ buffer lease::allocate(std::size_t bytes) {
 
 CUstream_st* lease::stream() {
   std::lock_guard lock(m_state->mutex);
-  m_state->ensure_context();
+  m_state->enter();
   m_generation = m_state->generation.load();
   if (m_state->stream == nullptr) m_state->stream = m_state->api->create_stream(m_state->ordinal);
   return m_state->stream;
@@ -83,7 +83,7 @@ CUstream_st* lease::stream() {
 
 CUevent_st* lease::create_event() {
   std::lock_guard lock(m_state->mutex);
-  m_state->ensure_context();
+  m_state->enter();
   m_generation = m_state->generation.load();
   CUevent_st* event = m_state->api->create_event(m_state->ordinal);
   m_state->events.push_back(event);
@@ -92,7 +92,7 @@ CUevent_st* lease::create_event() {
 
 void lease::set_kernel_attribute(const void* kernel, kernel_attribute attribute, int value) {
   std::lock_guard lock(m_state->mutex);
-  m_state->ensure_context();
+  m_state->enter();
   m_generation = m_state->generation.load();
   m_state->api->set_kernel_attribute(m_state->ordinal, kernel, attribute, value);
   auto& settings = m_state->attributes;
@@ -111,7 +111,7 @@ owned_resource lease::adopt(resource_kind kind, std::function<void()> destroy) {
                            ": use allocate() or set_kernel_attribute()");
   }
   std::lock_guard lock(m_state->mutex);
-  m_state->ensure_context();
+  m_state->enter();
   m_generation = m_state->generation.load();
   const std::uint64_t id = m_state->next_adopted_id++;
   m_state->adopted.emplace(id, device_state::adopted_resource{kind, std::move(destroy)});

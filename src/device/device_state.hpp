@@ -125,6 +125,15 @@ struct device_state {
     context_active = true;
   }
 
+  /// The context made to exist and the device made current in the calling
+  /// thread: what every lease call does first, so that a worker thread per
+  /// GPU launches on its own GPU (docs/measure.md, "Many GPUs"). Call with
+  /// `mutex` held.
+  void enter() {
+    ensure_context();
+    api->make_current(ordinal);
+  }
+
   /// Adds what NVML's figure moved by since `before` to coolbench's own share.
   /// Call with `mutex` held.
   void count_own_change(std::optional<std::uint64_t> before) {

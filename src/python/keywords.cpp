@@ -71,6 +71,11 @@ release: 'keep' (default for a callable: its framework holds the CUDA context, w
   between bursts and contexts; refused while memory coolbench did not allocate is live).
 With check=True a run cut short raises RunIncomplete carrying .result; Ctrl-C raises
 Interrupted carrying .result; an exception raised by the callable is raised again as it was.
+devices=[0, 1] or "all": every GPU at once, a worker thread each; returns a MultiResult (a
+  Result per GPU and the spread across GPUs of one model). A name is measured on each GPU; a
+  callable is called as workload(device) once per GPU and returns the callable that runs one
+  inference there. One GPU failing leaves the others' results; with check=True it raises
+  RunIncomplete carrying the MultiResult.
 
 The protocol's keywords, `coolbench run`'s options (times in seconds; None: the default):
 )";

@@ -31,7 +31,9 @@
 #include "coolbench/measure/workload.hpp"
 #include "coolbench/report.hpp"
 #include "python/compare.hpp"
+#include "python/devices.hpp"
 #include "python/keywords.hpp"
+#include "python/measure_types.hpp"
 #ifdef COOLBENCH_PYTHON_HAVE_ENGINE
 #include "python/session.hpp"
 #endif
@@ -41,22 +43,6 @@ namespace py = pybind11;
 namespace coolbench::python {
 namespace {
 
-// The module's exception types, made once at import.
-struct exception_types {
-  py::object error;
-  py::object invalid_argument;
-  py::object not_available;
-  py::object release_refused;
-  py::object timeout;
-  py::object run_incomplete;
-  py::object interrupted;
-};
-
-exception_types& exceptions() {
-  static auto* types = new exception_types();  // lives as long as the interpreter
-  return *types;
-}
-
 py::object new_exception(py::module_& m, const char* name, const char* doc, py::tuple bases) {
   const std::string qualified = std::string("coolbench.") + name;
   PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases.ptr(), nullptr);
@@ -64,107 +50,6 @@ py::object new_exception(py::module_& m, const char* name, const char* doc, py::
   auto object = py::reinterpret_steal<py::object>(type);
   m.attr(name) = object;
   return object;
-}
-
-py::object json_text_to_python(const std::string& text) {
-  return py::module_::import("json").attr("loads")(text);
-}
-
-py::object json_to_python(const nlohmann::json& value) { return json_text_to_python(value.dump()); }
-
-/// A finished run, as Python sees it.
-class result {
- public:
-  explicit result(measure::run_result r) : m_r(std::move(r)) {}
-
-  [[nodiscard]] const measure::run_result& raw() const { return m_r; }
-
-  /// The figure: the mean of the per-context medians when spread over
-  /// contexts, else the median of the kept samples; None without any.
-  [[nodiscard]] std::optional<double> figure_ms() const {
-    if (m_r.contexts) return m_r.contexts->mean_ms;
-    if (m_r.summary.count == 0) return std::nullopt;
-    return m_r.summary.median_ms;
-  }
-  [[nodiscard]] std::optional<std::pair<double, double>> ci_ms() const {
-    return m_r.contexts ? m_r.contexts->ci : m_r.median_ci;
-  }
-  [[nodiscard]] std::optional<double> rel_ci() const {
-    const auto f = figure_ms();
-    const auto ci = ci_ms();
-    if (!f || !ci || *f <= 0) return std::nullopt;
-    return (ci->second - ci->first) / 2 / *f;
-  }
-
-  [[nodiscard]] std::string repr() const {
-    std::string text = "<coolbench.Result " + m_r.workload + ": ";
-    const auto f = figure_ms();
-    if (!f) return text + "no samples kept, " + to_string(m_r.stop_reason) + ">";
-    text += fmt::format("{:.4f} ms", *f);
-    if (const auto r = rel_ci()) text += fmt::format(" ±{:.2f}%", 100 * *r);
-    if (m_r.contexts)
-      text += " over " + std::to_string(m_r.contexts->per_context.size()) + " contexts";
-    return text + ", " + to_string(m_r.stop_reason) + (m_r.complete ? "" : ", incomplete") + ">";
-  }
-
- private:
-  measure::run_result m_r;
-};
-
-/// The Python objects a callable workload calls, and what they raised. Made
-/// and dropped with the GIL held; the workload's functions hold a pointer.
-struct python_calls {
-  py::object run;
-  py::object setup;
-  py::object teardown;
-  py::object progress;
-  std::optional<py::error_already_set> raised;  ///< the first exception a callable raised
-  bool interrupted = false;                     ///< Ctrl-C, in a callable or between samples
-
-  /// Calls `f` with the GIL; a Python exception becomes a C++ error for the
-  /// protocol (which ends the run), and is kept to be raised again.
-  void call(const py::object& f, const char* role) {
-    py::gil_scoped_acquire gil;
-    try {
-      f();
-    } catch (py::error_already_set& e) {
-      if (e.matches(PyExc_KeyboardInterrupt)) {
-        interrupted = true;
-        throw error("interrupted");
-      }
-      const std::string message = std::string("the ") + role + " raised " + e.what();
-      if (!raised) raised.emplace(std::move(e));
-      throw error(message);
-    }
-  }
-
-  /// Between samples: Python's signal handlers run here (the protocol
-  /// polls it), so Ctrl-C stops the run like the command's.
-  bool poll_interrupt() {
-    if (interrupted) return true;
-    py::gil_scoped_acquire gil;
-    if (PyErr_CheckSignals() != 0) {
-      py::error_already_set e;
-      if (e.matches(PyExc_KeyboardInterrupt)) {
-        interrupted = true;
-      } else if (!raised) {
-        raised.emplace(std::move(e));
-        interrupted = true;
-      }
-    }
-    return interrupted;
-  }
-};
-
-py::object make_error(const py::object& type, const std::string& message, const result* r) {
-  py::object e = type(message);
-  if (r != nullptr) e.attr("result") = py::cast(*r);
-  return e;
-}
-
-[[noreturn]] void raise(const py::object& exception) {
-  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exception.ptr())), exception.ptr());
-  throw py::error_already_set();
 }
 
 struct measure_arguments {
@@ -464,7 +349,28 @@ void bind_measure(py::module_& m) {
          std::optional<int> device, std::uintptr_t stream, std::optional<bool> hold,
          std::optional<std::string> release, std::optional<std::string> name,
          std::optional<double> flops, std::map<std::string, std::int64_t> dims,
-         int telemetry_period_ms, py::object progress, bool check, const py::kwargs& options) {
+         int telemetry_period_ms, py::object progress, bool check, py::object devices,
+         const py::kwargs& options) -> py::object {
+        if (!devices.is_none()) {
+          if (!feeds.is_none() || !setup.is_none() || !teardown.is_none() || device || stream) {
+            throw invalid_argument(
+                "devices= goes without device=, stream=, setup=, teardown= and feeds: each GPU's "
+                "callable comes from workload(device) (docs/python.md, \"Several GPUs\")");
+          }
+          devices_arguments d;
+          d.workload = std::move(workload);
+          d.devices = std::move(devices);
+          d.hold = hold;
+          d.release = std::move(release);
+          d.name = std::move(name);
+          d.flops = flops;
+          d.dims = std::move(dims);
+          d.protocol = protocol_keywords(options);
+          d.telemetry_period_ms = telemetry_period_ms;
+          d.progress = std::move(progress);
+          d.check = check;
+          return measure_on_devices(d);
+        }
         measure_arguments a;
         a.workload = std::move(workload);
         a.feeds = std::move(feeds);
@@ -481,14 +387,15 @@ void bind_measure(py::module_& m) {
         a.telemetry_period_ms = telemetry_period_ms;
         a.progress = std::move(progress);
         a.check = check;
-        return run_measure(a);
+        return py::cast(run_measure(a));
       },
       py::arg("workload"), py::arg("feeds") = py::none(), py::kw_only(),
       py::arg("setup") = py::none(), py::arg("teardown") = py::none(),
       py::arg("device") = py::none(), py::arg("stream") = 0, py::arg("hold") = py::none(),
       py::arg("release") = py::none(), py::arg("name") = py::none(), py::arg("flops") = py::none(),
       py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("telemetry_period_ms") = 20,
-      py::arg("progress") = py::none(), py::arg("check") = true, measure_doc().c_str());
+      py::arg("progress") = py::none(), py::arg("check") = true, py::arg("devices") = py::none(),
+      measure_doc().c_str());
 }
 
 // release(), device_state() and gpu_count().
@@ -539,6 +446,7 @@ PYBIND11_MODULE(_coolbench, m) {
   m.attr("__version__") = std::string(coolbench::version());
   bind_errors(m);
   bind_result(m);
+  bind_devices(m);  // coolbench.MultiResult (devices.cpp): several GPUs at once
   bind_measure(m);
   bind_compare(m);  // coolbench.compare (compare.cpp): matched A/B
   bind_release(m);

@@ -136,10 +136,15 @@ std::string html_page_start(std::string_view title) {
 std::string html_page_end() { return "</body>\n</html>\n"; }
 
 std::string run_html(const run_document& run) {
-  const auto& doc = run.doc;
-  const std::string workload = doc.value("workload", std::string("?"));
+  const std::string workload = run.doc.value("workload", std::string("?"));
   std::string out = html_page_start("coolbench: " + workload);
   out += fmt::format("<h1>{}</h1>\n", html_escape(workload));
+  return out + run_html_body(run) + html_page_end();
+}
+
+std::string run_html_body(const run_document& run) {
+  const auto& doc = run.doc;
+  std::string out;
   const auto& config = doc["configuration"];
   const auto& gpu = doc["environment"].value("gpu", nlohmann::json());
   out += fmt::format("<p class=\"sub\">{}; mode {}, policy {}; from {}</p>\n",
@@ -175,7 +180,7 @@ std::string run_html(const run_document& run) {
   out += "<details><summary>configuration</summary>\n" + field_table(config) + "</details>\n";
   nlohmann::json summary = doc["summary"];
   out += "<details><summary>summary</summary>\n" + field_table(summary) + "</details>\n";
-  return out + html_page_end();
+  return out;
 }
 
 }  // namespace coolbench::report

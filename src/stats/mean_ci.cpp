@@ -6,6 +6,7 @@
 
 #include "coolbench/core/error.hpp"
 #include "stats/detail/check.hpp"
+#include "stats/detail/log_gamma.hpp"
 
 namespace coolbench::stats {
 namespace {
@@ -40,8 +41,8 @@ double beta_fraction(double a, double b, double x) {
 double regularized_beta(double a, double b, double x) {
   if (x <= 0) return 0;
   if (x >= 1) return 1;
-  const double log_front =
-      std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x);
+  const double log_front = detail::log_gamma(a + b) - detail::log_gamma(a) - detail::log_gamma(b) +
+                           a * std::log(x) + b * std::log1p(-x);
   if (x < (a + 1) / (a + b + 2)) return std::exp(log_front) * beta_fraction(a, b, x) / a;
   return 1.0 - std::exp(log_front) * beta_fraction(b, a, 1.0 - x) / b;
 }

@@ -10,6 +10,7 @@
 #include "coolbench/core/error.hpp"
 #include "coolbench/stats/summary.hpp"
 #include "stats/detail/check.hpp"
+#include "stats/detail/log_gamma.hpp"
 
 namespace coolbench::stats {
 namespace {
@@ -20,8 +21,8 @@ namespace {
 double binomial_half_cdf(std::size_t n, std::size_t j) {
   const double nd = static_cast<double>(n);
   const double jd = static_cast<double>(j);
-  double term = std::exp(std::lgamma(nd + 1.0) - std::lgamma(jd + 1.0) -
-                         std::lgamma(nd - jd + 1.0) - nd * std::log(2.0));
+  double term = std::exp(detail::log_gamma(nd + 1.0) - detail::log_gamma(jd + 1.0) -
+                         detail::log_gamma(nd - jd + 1.0) - nd * std::log(2.0));
   double sum = 0;
   for (std::size_t i = j;; --i) {
     sum += term;

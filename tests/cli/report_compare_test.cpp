@@ -124,6 +124,25 @@ TEST_F(report_compare_test, a_matched_ab_document_is_compared_and_reported) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
 }
 
+// A run on three simulated GPUs (GPU 1 5% slower, GPU 2 failed part-way): one page with the
+// spread and each GPU's report, its element ids unique.
+TEST_F(report_compare_test, a_document_of_several_gpus_is_reported_on_one_page) {
+  const std::string multi = sample_run("multi");
+  const fs::path page = dir() / "multi.html";
+  const run_result report = run({"report", multi, "-o", page.string()});
+  ASSERT_EQ(report.code, 0) << describe(report);
+  EXPECT_NE(report.out.find("3 GPUs"), std::string::npos) << report.out;
+  const std::string html = read_file(page);
+  EXPECT_NE(html.find("id=\"spread\""), std::string::npos);
+  EXPECT_NE(html.find("max/min &minus; 1 = <b>"), std::string::npos);
+  for (const char* id : {"id=\"gpu0\"", "id=\"gpu1\"", "id=\"gpu2\"", "id=\"gpu1-timeline\""}) {
+    EXPECT_NE(html.find(id), std::string::npos) << id;
+  }
+  EXPECT_NE(html.find("FAILED: error: cudaStreamSynchronize failed"), std::string::npos);
+  EXPECT_EQ(html.find("id=\"timeline\""), std::string::npos);  // each GPU's ids prefixed
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+}
+
 TEST_F(report_compare_test, compare_usage_and_input_errors) {
   EXPECT_EQ(run({"compare", k_small_run.string()}).code, 2);
   EXPECT_EQ(run({"compare", k_small_run.string(), k_small_run.string(), "--same-within", "2"}).code,

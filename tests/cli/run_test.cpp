@@ -92,6 +92,28 @@ TEST_F(run_test, a_model_on_an_explicit_gpu_without_a_driver_exits_3) {
   EXPECT_EQ(r.out.find("median"), std::string::npos) << r.out;
 }
 
+// Several GPUs (docs/cli/run.md, "Several GPUs"): a list is checked before anything runs,
+// and without a driver the GPUs are not there (exit 3). The runs themselves are tested on
+// simulated GPUs (tests/measure/multi_test.cpp, tests/report/multi_report_test.cpp).
+TEST_F(run_test, several_gpus_are_checked_and_need_a_driver) {
+  for (const auto& [args, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"run", "--workload", "gemm:fp16:64:64:64", "--device", "0,0"}, "listed twice"},
+           {{"run", "--workload", "gemm:fp16:64:64:64", "--device", "0,"}, "'' in '0,'"},
+           {{"run", "--workload", "gemm:fp16:64:64:64", "--device", "al"}, "several GPUs"},
+           {{"run", "--workload", "gemm:fp16:64:64:64", "--device", "0,1", "--against",
+             "gemm:fp16:64:64:65"},
+            "--against measures on one GPU"}}) {
+    const run_result r = run(args);
+    EXPECT_EQ(r.code, 2) << describe(r);
+    expect_one_line(r.err, needle);
+  }
+  for (const char* device : {"all", "0,1", "1,0,2"}) {
+    const run_result r = run({"run", "--workload", "gemm:fp16:64:64:64", "--device", device});
+    EXPECT_EQ(r.code, 3) << describe(r);
+    expect_one_line(r.err, std::string("--device ") + device + " needs the CUDA runtime");
+  }
+}
+
 TEST_F(run_test, an_explicit_cpu_device_runs_without_the_fallback_line) {
   const std::string model = tiny_model();
   const run_result r = run({"run", model, "--device", "cpu", "--dim", "batch=1", "--dim",

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "coolbench/core/error.hpp"
@@ -27,8 +28,10 @@ class fake_gpu_api final : public detail::gpu_api {
   std::uint64_t capacity_bytes = 1024 * mib;         ///< allocations beyond fail (OOM)
   std::uint64_t context_baseline_bytes = 500 * mib;  ///< what NVML counts for a bare context
   std::uint64_t foreign_bytes = 0;                   ///< another library's memory in this process
-  bool nvml_sees_process = true;                     ///< false: per-process memory unknown
-  bool fail_synchronize = false;                     ///< in-flight work failed (sticky error)
+  /// Another library's memory on one GPU only (ordinal → bytes); a reset of that GPU takes it.
+  std::map<int, std::uint64_t> foreign_bytes_on;
+  bool nvml_sees_process = true;  ///< false: per-process memory unknown
+  bool fail_synchronize = false;  ///< in-flight work failed (sticky error)
   /// Device memory of loaded modules and library handles: NVML counts it like
   /// any allocation. Whose it is depends on who loads it (set it in a lease:
   /// coolbench's). A reset takes it.
@@ -62,7 +65,7 @@ class fake_gpu_api final : public detail::gpu_api {
   [[nodiscard]] std::uint64_t allocated_bytes() const {
     std::lock_guard lock(m_mutex);
     std::uint64_t total = 0;
-    for (const auto& [p, size] : m_allocations) total += size;
+    for (const auto& [p, a] : m_allocations) total += a.size;
     return total;
   }
   [[nodiscard]] std::size_t live_streams() const {
@@ -85,6 +88,25 @@ class fake_gpu_api final : public detail::gpu_api {
     std::lock_guard lock(m_mutex);
     return m_probe_runs;
   }
+  /// The calls that change a GPU's state or need it current, as "name ordinal"
+  /// ("reset 1", "free 0", "make_current 2"): which GPU each call touched.
+  [[nodiscard]] std::vector<std::string> calls() const {
+    std::lock_guard lock(m_mutex);
+    return m_calls;
+  }
+  /// Whether a call named a GPU other than the one its pointer, stream or event was made on.
+  [[nodiscard]] bool crossed_devices() const {
+    std::lock_guard lock(m_mutex);
+    return m_crossed;
+  }
+  [[nodiscard]] std::uint64_t allocated_bytes_on(int ordinal) const {
+    std::lock_guard lock(m_mutex);
+    std::uint64_t total = 0;
+    for (const auto& [p, a] : m_allocations) total += a.ordinal == ordinal ? a.size : 0;
+    return total;
+  }
+  /// The GPU current in the calling thread, as make_current and create_context set it; -1 none.
+  [[nodiscard]] static int current_device() { return current(); }
 
   // --- gpu_api ------------------------------------------------------------
   int device_count() override { return devices; }
@@ -101,42 +123,69 @@ class fake_gpu_api final : public detail::gpu_api {
     std::lock_guard lock(m_mutex);
     if (!m_context[ordinal]) ++m_contexts_created;
     m_context[ordinal] = true;
+    current() = ordinal;
+  }
+  void make_current(int ordinal) override {
+    std::lock_guard lock(m_mutex);
+    log("make_current", ordinal);
+    current() = ordinal;
   }
   void* allocate(int ordinal, std::size_t bytes) override {
     std::lock_guard lock(m_mutex);
     require_context(ordinal);
     std::uint64_t used = 0;
-    for (const auto& [p, size] : m_allocations) used += size;
+    for (const auto& [p, a] : m_allocations) used += a.size;
     if (used + bytes > capacity_bytes) return nullptr;
     void* pointer = next_address(bytes);
-    m_allocations[pointer] = bytes;
+    m_allocations[pointer] = {ordinal, bytes};
     return pointer;
   }
-  void free(int /*ordinal*/, void* pointer) noexcept override {
+  void free(int ordinal, void* pointer) noexcept override {
     std::lock_guard lock(m_mutex);
-    if (m_allocations.erase(pointer) == 0) m_bad_free = true;
+    log("free", ordinal);
+    const auto it = m_allocations.find(pointer);
+    if (it == m_allocations.end()) {
+      m_bad_free = true;
+      return;
+    }
+    if (it->second.ordinal != ordinal) m_crossed = true;
+    m_allocations.erase(it);
   }
   CUstream_st* create_stream(int ordinal) override {
     std::lock_guard lock(m_mutex);
     require_context(ordinal);
     auto* stream = static_cast<CUstream_st*>(next_address());
-    m_streams.insert(stream);
+    m_streams[stream] = ordinal;
     return stream;
   }
-  void destroy_stream(int /*ordinal*/, CUstream_st* stream) noexcept override {
+  void destroy_stream(int ordinal, CUstream_st* stream) noexcept override {
     std::lock_guard lock(m_mutex);
-    if (m_streams.erase(stream) == 0) m_bad_free = true;
+    log("destroy_stream", ordinal);
+    const auto it = m_streams.find(stream);
+    if (it == m_streams.end()) {
+      m_bad_free = true;
+      return;
+    }
+    if (it->second != ordinal) m_crossed = true;
+    m_streams.erase(it);
   }
   CUevent_st* create_event(int ordinal) override {
     std::lock_guard lock(m_mutex);
     require_context(ordinal);
     auto* event = static_cast<CUevent_st*>(next_address());
-    m_events.insert(event);
+    m_events[event] = ordinal;
     return event;
   }
-  void destroy_event(int /*ordinal*/, CUevent_st* event) noexcept override {
+  void destroy_event(int ordinal, CUevent_st* event) noexcept override {
     std::lock_guard lock(m_mutex);
-    if (m_events.erase(event) == 0) m_bad_free = true;
+    log("destroy_event", ordinal);
+    const auto it = m_events.find(event);
+    if (it == m_events.end()) {
+      m_bad_free = true;
+      return;
+    }
+    if (it->second != ordinal) m_crossed = true;
+    m_events.erase(it);
   }
   void set_kernel_attribute(int ordinal, const void* kernel, kernel_attribute attribute,
                             int value) override {
@@ -146,18 +195,21 @@ class fake_gpu_api final : public detail::gpu_api {
   }
   void synchronize(int ordinal) override {
     std::lock_guard lock(m_mutex);
+    log("synchronize", ordinal);
     require_context(ordinal);
     if (fail_synchronize)
       throw cuda_error("cudaDeviceSynchronize failed: cudaErrorIllegalAddress", 700);
   }
   void reset(int ordinal) override {
     std::lock_guard lock(m_mutex);
+    log("reset", ordinal);
     ++m_resets;
     m_context[ordinal] = false;
-    // The context takes everything with it, as a real reset does.
-    m_allocations.clear();
-    m_streams.clear();
-    m_events.clear();
+    // The context takes everything of its GPU with it, as a real reset does.
+    std::erase_if(m_allocations, [&](const auto& a) { return a.second.ordinal == ordinal; });
+    std::erase_if(m_streams, [&](const auto& e) { return e.second == ordinal; });
+    std::erase_if(m_events, [&](const auto& e) { return e.second == ordinal; });
+    foreign_bytes_on.erase(ordinal);
     foreign_bytes = 0;
     code_bytes = 0;
   }
@@ -166,7 +218,9 @@ class fake_gpu_api final : public detail::gpu_api {
     if (!nvml_sees_process) return std::nullopt;
     if (!m_context[ordinal]) return 0;
     std::uint64_t total = context_baseline_bytes + foreign_bytes + code_bytes;
-    for (const auto& [p, size] : m_allocations) total += size;
+    if (const auto f = foreign_bytes_on.find(ordinal); f != foreign_bytes_on.end())
+      total += f->second;
+    for (const auto& [p, a] : m_allocations) total += a.ordinal == ordinal ? a.size : 0;
     return total;
   }
   std::optional<bool> process_listed(int ordinal) override {
@@ -209,11 +263,25 @@ class fake_gpu_api final : public detail::gpu_api {
     return reinterpret_cast<void*>(address);  // NOLINT: a fake address, never dereferenced
   }
 
+  struct allocation {
+    int ordinal;
+    std::uint64_t size;
+  };
+  static int& current() {
+    thread_local int device = -1;
+    return device;
+  }
+  void log(const char* name, int ordinal) {
+    m_calls.push_back(std::string(name) + " " + std::to_string(ordinal));
+  }
+
   mutable std::mutex m_mutex;
   std::map<int, bool> m_context;
-  std::map<void*, std::uint64_t> m_allocations;
-  std::set<CUstream_st*> m_streams;
-  std::set<CUevent_st*> m_events;
+  std::map<void*, allocation> m_allocations;
+  std::map<CUstream_st*, int> m_streams;
+  std::map<CUevent_st*, int> m_events;
+  std::vector<std::string> m_calls;
+  bool m_crossed = false;
   std::vector<attribute_call> m_attributes;
   std::uintptr_t m_next = 0x10000000;
   int m_resets = 0;

@@ -4,7 +4,8 @@
 // of cold (a latency-bound chain spread over 4 contexts that draw different
 // levels), cold-slower (the same, 2% slower), power-bound (cold mode: bursts
 // cut by the power cap, discards, gates and releases), profile (cold to hot), ab (a matched
-// A/B run, schema coolbench.ab/1: B's chain 2% longer, the contexts drawing levels).
+// A/B run, schema coolbench.ab/1: B's chain 2% longer, the contexts drawing levels), multi (three
+// GPUs at once, schema coolbench.multi/1: GPU 1 5% slower, GPU 2 fails part-way).
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -15,7 +16,9 @@
 #include "coolbench/measure/ab.hpp"
 #include "coolbench/report/ab_report.hpp"
 #include "coolbench/report/format.hpp"
+#include "coolbench/report/multi_report.hpp"
 #include "coolbench/report/run_report.hpp"
+#include "measure/sim_devices.hpp"
 #include "measure/sim_gpu.hpp"
 
 namespace {
@@ -91,16 +94,33 @@ nlohmann::json matched_ab() {
   return report::ab_to_json(measure::measure_ab(a, b, env, o), 0.01);
 }
 
+nlohmann::json three_gpus() {
+  measure::sim::gpu_model m;
+  m.jitter_ms = 0.01;
+  std::vector<measure::sim::gpu_model> models(3, m);
+  models[1].base_ms = 0.42;
+  measure::protocol_options o;
+  o.min_time = 200ms;
+  o.rel_ci = 0.002;
+  o.contexts = 1;
+  return report::multi_to_json(measure::sim::simulated_devices(models, 2, o));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    fmt::print(stderr, "usage: make_sample_run cold|cold-slower|power-bound|profile|ab OUT.json\n");
+    fmt::print(stderr,
+               "usage: make_sample_run cold|cold-slower|power-bound|profile|ab|multi OUT.json\n");
     return 2;
   }
   const std::string kind = argv[1];
   if (kind == "ab") {
     report::write_text_atomically(argv[2], matched_ab().dump(1) + "\n");
+    return 0;
+  }
+  if (kind == "multi") {
+    report::write_text_atomically(argv[2], three_gpus().dump(1) + "\n");
     return 0;
   }
   if (kind != "cold" && kind != "cold-slower" && kind != "power-bound" && kind != "profile") {

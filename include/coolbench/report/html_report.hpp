@@ -14,6 +14,9 @@ namespace coolbench::report {
 /// distribution, the per-context medians, the profile (in profile mode), the
 /// environment and configuration.
 [[nodiscard]] std::string run_html(const run_document& run);
+/// The page of run_html without its head, title and end: for pages that hold several runs
+/// (a run on several GPUs).
+[[nodiscard]] std::string run_html_body(const run_document& run);
 
 /// The page's head (title, stylesheet) and its end, for other pages made of
 /// the same pieces (the compare report).

@@ -12,6 +12,7 @@
 #include "coolbench/report/ab_report.hpp"
 #include "coolbench/report/format.hpp"
 #include "coolbench/report/html_report.hpp"
+#include "coolbench/report/multi_report.hpp"
 #include "coolbench/report/run_document.hpp"
 
 namespace coolbench::cli {
@@ -40,6 +41,14 @@ int run_report(const report_options& o) {
                static_cast<double>(page.size()) / 1024);
     return exit_ok;
   }
+  if (report::document_schema(o.run_json) == report::k_multi_schema) {
+    const report::multi_document m = report::load_multi_document(o.run_json);
+    const std::string page = report::multi_html(m);
+    report::write_text_atomically(path, page);
+    fmt::print("wrote {} ({} GPUs, {:.0f} KiB)\n", path, m.gpus.size(),
+               static_cast<double>(page.size()) / 1024);
+    return exit_ok;
+  }
   const report::run_document run = report::load_run_document(o.run_json);
   const std::string page = report::run_html(run);
   report::write_text_atomically(path, page);
@@ -54,7 +63,8 @@ command add_report_command(CLI::App& parent) {
   auto o = std::make_shared<report_options>();
   auto* app = parent.add_subcommand("report", "Render a saved run as a self-contained HTML page");
   app->add_option("run", o->run_json,
-                  "The run's JSON (coolbench run --json FILE), or a matched A/B run's")
+                  "The run's JSON (coolbench run --json FILE): one GPU's, several GPUs', or a "
+                  "matched A/B run's")
       ->required();
   app->add_option("-o,--output", o->output, "The HTML file (default: RUN.html beside RUN.json)");
   return {app, [o] { return run_report(*o); }, help::report()};

@@ -16,6 +16,8 @@
 
 #include "cli/command.hpp"
 #include "cli/commands/run_against.hpp"
+#include "cli/commands/run_devices.hpp"
+#include "cli/device_list.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/help.hpp"
 #include "cli/interrupt.hpp"
@@ -38,7 +40,8 @@ namespace {
 struct run_options {
   std::string model;
   std::string workload;
-  /// "cpu", a CUDA ordinal, or empty: GPU 0 when there is one, else the CPU.
+  /// "cpu", a CUDA ordinal, "all" or "N,M,..." (several GPUs at once, run_devices.cpp), or
+  /// empty: GPU 0 when there is one, else the CPU.
   std::string device;
   std::vector<std::string> dims;
   /// A model on a GPU kernel by kernel instead of as one CUDA graph.
@@ -92,6 +95,39 @@ std::unique_ptr<measure::workload> measured_workload(const std::string& model_pa
 #endif
 }
 
+int run_several(const run_options& o, const std::vector<int>& gpus,
+                const measure::protocol_options& protocol,
+                const std::map<std::string, std::int64_t>& dims) {
+  devices_run r;
+  r.ordinals = gpus;
+  r.workload = o.workload;
+  r.dims = dims;
+  r.cuda_graph = !o.no_cuda_graph;
+  r.telemetry_ms = o.telemetry_ms;
+  r.json_path = o.json_path;
+  r.csv_path = o.csv_path;
+  r.html_path = o.html_path;
+  r.quiet = o.quiet;
+  if (o.workload.empty()) {
+#ifndef COOLBENCH_HAVE_ENGINE
+    (void)measured_workload(o.model, o.workload, o, dims);  // says the engine is not built
+#else
+    if (o.model.empty()) {
+      r.model = default_model(true, o.quiet).string();
+      r.dims.try_emplace("batch", 1);
+      r.dims.try_emplace("sequence", 128);
+    } else if (!std::filesystem::exists(o.model)) {
+      std::fflush(stdout);
+      fmt::print(stderr, "coolbench run: {}: no such file\n", o.model);
+      return exit_bad_device;  // documented: a file that cannot be read
+    } else {
+      r.model = o.model;
+    }
+#endif
+  }
+  return run_devices(r, protocol);
+}
+
 int run_run(const run_options& o) {
   // Everything the command line alone decides, checked before any work:
   // a mistake there is a usage error (exit 2), not a failure.
@@ -108,10 +144,21 @@ int run_run(const run_options& o) {
       throw invalid_argument("--workload runs on a GPU; --device cpu is for a model");
     }
     check_against(o.against, o.device, o.csv_path);
+    if (names_several_gpus(o.device) && !o.against.empty()) {
+      throw invalid_argument("--against measures on one GPU; give --device N, not several");
+    }
   } catch (const invalid_argument& e) {
     std::fflush(stdout);
     fmt::print(stderr, "coolbench run: {}. Run 'coolbench run --help'.\n", e.what());
     return exit_usage;
+  }
+  if (names_several_gpus(o.device)) {
+    const std::vector<int> gpus = resolve_gpus(o.device, device::device::count());
+    if (gpus.size() > 1) return run_several(o, gpus, protocol, dims);
+    // One GPU named (all, on a host with one): a run on it, as --device N gives it.
+    run_options one = o;
+    one.device = std::to_string(gpus.front());
+    return run_run(one);
   }
   std::unique_ptr<measure::workload> w = measured_workload(o.model, o.workload, o, dims);
   std::unique_ptr<measure::workload> against;
@@ -167,8 +214,9 @@ command add_run_command(CLI::App& parent) {
                   "A GPU workload instead: gemm:DTYPE:M:N:K[:COUNT][,M:N:K[:COUNT]...][@ROUNDS], "
                   "or gemm:DTYPE:gpt2-small (docs/measure.md)");
   app->add_option("--device", o->device,
-                  "cpu, or the GPU by CUDA ordinal (default: GPU 0 when there is one, else cpu)")
-      ->check(check_model_device);
+                  "cpu, the GPU by CUDA ordinal, or several at once: all, or N,M,... (default: "
+                  "GPU 0 when there is one, else cpu)")
+      ->check(check_run_device);
   app->add_option("--dim", o->dims, "Bind a symbolic input dimension: NAME=VALUE (repeatable)");
   app->add_flag("--no-cuda-graph", o->no_cuda_graph,
                 "Run a model on the GPU kernel by kernel, not as one CUDA graph");

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <system_error>
+#include <thread>
 
 #include <unistd.h>
 
@@ -62,13 +65,14 @@ json read_entries(const std::filesystem::path& file) {
   return json::array();
 }
 
-/// Writes through a temporary file and a rename, so that two processes that
-/// measure at once leave one whole file. A cache that cannot be written only
-/// costs a measurement next time.
+/// Writes through a temporary file (named by process and thread) and a rename,
+/// so that two processes or two GPUs' threads that measure at once leave one
+/// whole file. A cache that cannot be written only costs a measurement next time.
 void write_entries(const std::filesystem::path& file, const json& entries) {
   std::error_code ec;
   std::filesystem::create_directories(file.parent_path(), ec);
-  const auto temporary = file.string() + ".tmp" + std::to_string(::getpid());
+  const auto temporary = file.string() + ".tmp" + std::to_string(::getpid()) + "." +
+                         std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
   {
     std::ofstream out(temporary, std::ios::trunc);
     if (!out) return;
@@ -122,23 +126,29 @@ baseline_lookup baseline_cache::get(const baseline_key& key) {
     return result;
   }
   // Missing, or measured for another driver or CUDA version: measure again.
-  bool stale = false;
-  json entries = json::array();
-  for (auto& e : read_entries(m_file)) {
-    try {
-      if (key_of(e).uuid == key.uuid) {
-        stale = true;
-        continue;
-      }
-    } catch (const json::exception&) {
-      continue;
-    }
-    entries.push_back(std::move(e));
-  }
   try {
     bare_context_figures figures = m_measure(key);
-    entries.push_back(to_json(key, figures));
-    write_entries(m_file, entries);
+    // Read, merge and write under one lock: the threads of a run on several GPUs measure
+    // their GPUs at once, and each keeps the others' entries.
+    static std::mutex file_mutex;
+    bool stale = false;
+    {
+      const std::lock_guard lock(file_mutex);
+      json entries = json::array();
+      for (auto& e : read_entries(m_file)) {
+        try {
+          if (key_of(e).uuid == key.uuid) {
+            stale = true;
+            continue;
+          }
+        } catch (const json::exception&) {
+          continue;
+        }
+        entries.push_back(std::move(e));
+      }
+      entries.push_back(to_json(key, figures));
+      write_entries(m_file, entries);
+    }
     result.source = "measured now by " + figures.probe +
                     (stale ? " (the cached figure was for another driver or CUDA version)" : "") +
                     ", cached in " + m_file.string();

@@ -1,6 +1,7 @@
 #include "device/detail/context_probe_runner.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -77,7 +78,9 @@ json run_once(const std::filesystem::path& probe, int ordinal, const char* api, 
   envp.push_back(nullptr);
 
   std::array<int, 2> pipe_fds{};
-  if (pipe(pipe_fds.data()) != 0) throw error("cannot run the probe: pipe() failed");
+  // Close-on-exec: a probe another GPU's thread spawns meanwhile must not inherit this pipe
+  // (it would hold the write end open, and this read would wait for that child too).
+  if (pipe2(pipe_fds.data(), O_CLOEXEC) != 0) throw error("cannot run the probe: pipe() failed");
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);

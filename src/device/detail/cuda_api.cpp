@@ -70,6 +70,8 @@ class cuda_api final : public gpu_api {
     COOLBENCH_CUDA_CALL(cudaFree(nullptr));  // makes the primary context exist now
   }
 
+  void make_current(int ordinal) override { COOLBENCH_CUDA_CALL(cudaSetDevice(ordinal)); }
+
   void* allocate(int ordinal, std::size_t bytes) override {
     COOLBENCH_CUDA_CALL(cudaSetDevice(ordinal));
     void* pointer = nullptr;

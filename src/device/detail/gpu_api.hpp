@@ -31,6 +31,10 @@ class gpu_api {
   [[nodiscard]] virtual bool context_active(int ordinal) = 0;
   /// Makes `ordinal` current and its primary context exist.
   virtual void create_context(int ordinal) = 0;
+  /// Makes `ordinal` the calling thread's current device (the CUDA runtime's
+  /// is per thread): kernels and library calls of a lease's thread go to
+  /// the lease's GPU, also when another thread made the context.
+  virtual void make_current(int ordinal) { (void)ordinal; }
 
   /// nullptr when the device is out of memory; throws cuda_error otherwise.
   [[nodiscard]] virtual void* allocate(int ordinal, std::size_t bytes) = 0;

@@ -34,6 +34,9 @@ _measure_in_this_process = _coolbench.measure
 def measure(workload, feeds=None, *, processes=None, **kwargs):
     if processes is None:
         return _measure_in_this_process(workload, feeds, **kwargs)
+    if kwargs.get("devices") is not None:
+        raise TypeError("processes= measures on one GPU; devices= measures several in this "
+                        "process: give one of them (docs/python.md)")
     if feeds is not None or not isinstance(workload, str):
         raise TypeError("processes= takes a callable by name, 'package.module:function' or "
                         "'script.py:function', and no feeds (docs/python.md)")

@@ -1,0 +1,107 @@
+"""coolbench.measure(..., devices=...): several GPUs at once (docs/python.md, "Several GPUs").
+
+On the CPU: what devices= takes and refuses, and that without a GPU it says so. With a GPU
+(marker gpu): a named workload and a callable made per GPU, on every GPU the machine has (one
+GPU gives a MultiResult of one, without a spread), each GPU handed back at the end.
+"""
+import json
+
+import pytest
+
+import coolbench
+
+QUICK = dict(min_time=0.2, max_time=20.0, rel_ci=0.02, contexts=1)
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(devices=[0, 1], device=0), "devices= goes without device="),
+        (dict(devices=[0, 1], setup=lambda: None), "setup="),
+        (dict(devices=[0, 1], stream=7), "stream="),
+        (dict(devices="some"), "\"all\" or a list"),
+        (dict(devices=["a"]), "\"all\" or a list"),
+        (dict(devices=[]), "is empty"),
+    ],
+)
+def test_devices_refuses_what_does_not_go_with_it(kwargs, words):
+    with pytest.raises(coolbench.InvalidArgument, match=words):
+        coolbench.measure("gemm:fp16:128:128:128", **kwargs)
+
+
+def test_devices_and_processes_do_not_go_together():
+    with pytest.raises(TypeError, match="processes="):
+        coolbench.measure("pkg.mod:fn", processes=3, devices=[0, 1])
+
+
+def test_devices_refuses_a_workload_that_is_neither_name_nor_callable():
+    with pytest.raises(coolbench.InvalidArgument, match="make\\(device\\)"):
+        coolbench.measure(42, devices=[0])
+
+
+def test_without_a_gpu_devices_says_so(has_gpu):
+    if has_gpu:
+        pytest.skip("a GPU is present: the gpu cases below cover devices=")
+    with pytest.raises(coolbench.NotAvailable, match="GPU"):
+        coolbench.measure("gemm:fp16:128:128:128", devices="all")
+    with pytest.raises(coolbench.NotAvailable):
+        coolbench.measure(lambda device: (lambda: None), devices=[0, 1])
+
+
+def test_the_docstring_and_type_say_what_devices_does():
+    assert "devices=" in coolbench.measure.__doc__
+    assert "MultiResult" in coolbench.measure.__doc__
+    assert "spread" in coolbench.MultiResult.__doc__
+
+
+@pytest.mark.gpu
+def test_a_named_workload_on_every_gpu_gives_a_result_each():
+    count = coolbench.gpu_count()
+    r = coolbench.measure("gemm:fp16:128:2304:768:4", devices="all", **QUICK)
+    assert isinstance(r, coolbench.MultiResult)
+    assert len(r) == count
+    assert r.complete and r.failures == {}
+    assert sorted(r.results) == list(range(count))
+    for ordinal, result in r.results.items():
+        assert result.complete, result.error
+        assert r.figures_ms[ordinal] == pytest.approx(result.figure_ms)
+        assert "context reset" in result.final_release
+        assert coolbench.device_state(ordinal)["context_active"] is False
+    doc = json.loads(r.to_json())
+    assert doc["schema"] == "coolbench.multi/1"
+    assert [g["run"]["schema"] for g in doc["gpus"]] == ["coolbench.run/1"] * count
+    if count >= 2:
+        assert len(r.spread) == 1
+        assert r.spread[0]["max_over_min"] >= 0
+    else:
+        assert r.spread == []
+    assert "=== GPU 0 ===" in r.summary()
+
+
+@pytest.mark.gpu
+def test_a_callable_is_made_once_per_gpu_on_its_gpu():
+    made = []
+
+    def make(device):
+        made.append(device)
+        return lambda: None
+
+    r = coolbench.measure(make, devices=[0], hold=False, **QUICK)
+    assert made == [0]
+    assert r[0].complete, r[0].error
+
+
+@pytest.mark.gpu
+def test_a_failing_gpu_leaves_the_others_and_raises_run_incomplete():
+    def make(device):
+        if device == 0:
+            raise RuntimeError("no model for GPU 0")
+        return lambda: None
+
+    ordinals = list(range(coolbench.gpu_count()))
+    with pytest.raises(coolbench.RunIncomplete) as caught:
+        coolbench.measure(make, devices=ordinals, hold=False, **QUICK)
+    r = caught.value.result
+    assert "no model for GPU 0" in r.failures[0]
+    for ordinal in ordinals[1:]:
+        assert r.results[ordinal].complete
