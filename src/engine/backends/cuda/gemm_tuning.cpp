@@ -1,8 +1,8 @@
 #include "engine/backends/cuda/gemm_tuning.hpp"
 
 #include <cuda_runtime_api.h>
-#include <fmt/format.h>
 
+#include <cstdio>
 #include <optional>
 
 #include "core/cublas_check.hpp"
@@ -120,11 +120,18 @@ int config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_
 }
 
 std::string describe_algo(const cublasLtMatmulAlgo_t& algo) {
-  return fmt::format(
-      "cuBLASLt algo {} tile {} stages {} split-K {} swizzle {}",
-      config(algo, CUBLASLT_ALGO_CONFIG_ID), config(algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
-      config(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID), config(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
-      config(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING));
+  return "cuBLASLt algo " + std::to_string(config(algo, CUBLASLT_ALGO_CONFIG_ID)) + " tile " +
+         std::to_string(config(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)) + " stages " +
+         std::to_string(config(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID)) + " split-K " +
+         std::to_string(config(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM)) + " swizzle " +
+         std::to_string(config(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING));
+}
+
+std::string microseconds(const std::vector<double>& samples_ms) {
+  if (samples_ms.empty()) return "not run";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f us", 1000.0 * median_of(samples_ms));
+  return text;
 }
 
 // What one timed launch needs besides the algorithm.
@@ -225,11 +232,10 @@ void tune(const op_call& call, blas_state& blas, const product& p, const gemm_ke
               " the heuristic offered could be launched");
   }
   entry.chosen = *best;
-  entry.detail =
-      fmt::format("{} (timed: #{} of {} candidates, {:.2f} us; the heuristic's first {:.2f} us)",
-                  describe_algo(entry.algo()), *best + 1, entry.candidates.size(),
-                  1000.0 * median_of(samples[*best]),
-                  samples[0].empty() ? 0.0 : 1000.0 * median_of(samples[0]));
+  entry.detail = describe_algo(entry.algo()) + " (timed: the heuristic's #" +
+                 std::to_string(*best + 1) + " of " + std::to_string(entry.candidates.size()) +
+                 ", " + microseconds(samples[*best]) + "; its first " + microseconds(samples[0]) +
+                 ")";
 }
 
 bool capturing(void* stream) {
@@ -292,8 +298,8 @@ const gemm_entry& gemm_entry_for(const op_call& call, blas_state& blas, const pr
     const char* why = !tune_it    ? "gemm_autotune off"
                       : recording ? "not timed: the stream was being captured"
                                   : "the only candidate";
-    entry->detail = fmt::format("{} (the heuristic's first of {}; {})",
-                                describe_algo(entry->algo()), entry->candidates.size(), why);
+    entry->detail = describe_algo(entry->algo()) + " (the heuristic's first of " +
+                    std::to_string(entry->candidates.size()) + "; " + why + ")";
   }
   if (recording && tune_it && entry->candidates.size() > 1) {
     scratch = std::move(entry);  // the next uncaptured run times this signature
