@@ -39,7 +39,7 @@ void launch(const op_call& call, const product& p, const std::string& note) {
   COOLBENCH_CUBLAS_CALL(
       cublasLtMatmul(static_cast<cublasLtHandle_t>(blas.handle), entry.desc.get(), &p.alpha, p.b,
                      entry.la.get(), p.a, entry.lb.get(), &p.beta, p.c != nullptr ? p.c : p.y,
-                     entry.ly.get(), p.y, entry.ly.get(), &entry.algo(), blas.workspace.get(),
+                     entry.ly.get(), p.y, entry.ly.get(), &*entry.algo, blas.workspace.get(),
                      blas.workspace.size(), static_cast<cudaStream_t>(call.stream)));
 }
 

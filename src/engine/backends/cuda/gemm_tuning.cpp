@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <mutex>
 #include <optional>
 
 #include "core/cublas_check.hpp"
@@ -77,8 +78,11 @@ std::unique_ptr<gemm_entry> describe(const gemm_key& key, const product& p) {
   return entry;
 }
 
+using candidate_list = std::vector<cublasLtMatmulHeuristicResult_t>;
+
 // The heuristic's candidates for the key's alignments that fit the workspace.
-void find_candidates(cublasLtHandle_t handle, const gemm_key& key, gemm_entry& entry) {
+candidate_list find_candidates(cublasLtHandle_t handle, const gemm_key& key,
+                               const gemm_entry& entry) {
   cublasLtMatmulPreference_t made = nullptr;
   COOLBENCH_CUBLAS_CALL(cublasLtMatmulPreferenceCreate(&made));
   const std::unique_ptr<cublasLtMatmulPreferenceOpaque_t,
@@ -106,7 +110,7 @@ void find_candidates(cublasLtHandle_t handle, const gemm_key& key, gemm_entry& e
   std::erase_if(results, [&](const cublasLtMatmulHeuristicResult_t& r) {
     return r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > key.workspace;
   });
-  entry.candidates = std::move(results);
+  return results;
 }
 
 int config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attribute) {
@@ -152,9 +156,9 @@ struct launch_args {
 };
 
 // Each candidate's timed launches (ms); empty for one whose launch failed.
-std::vector<std::vector<double>> time_candidates(
-    cuda_backend& backend, gemm_cache& cache, const launch_args& launch,
-    const std::vector<cublasLtMatmulHeuristicResult_t>& candidates) {
+std::vector<std::vector<double>> time_candidates(cuda_backend& backend, gemm_cache& cache,
+                                                 const launch_args& launch,
+                                                 const candidate_list& candidates) {
   int l2_bytes = 0;
   COOLBENCH_CUDA_CALL(
       cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, backend.lease().ordinal()));
@@ -207,7 +211,7 @@ bool needs_scratch_target(const product& p, const gemm_key& key) {
 
 // Times the candidates and chooses the fastest; says what it found.
 void tune(const op_call& call, blas_state& blas, const product& p, const gemm_key& key,
-          gemm_entry& entry) {
+          gemm_entry& entry, const candidate_list& candidates) {
   auto* const stream = static_cast<cudaStream_t>(call.stream);
   std::optional<device::buffer> target;
   if (needs_scratch_target(p, key)) {
@@ -225,17 +229,35 @@ void tune(const op_call& call, blas_state& blas, const product& p, const gemm_ke
                            key.workspace,
                            stream};
   set_bias_pointer(entry, p.bias);
-  const auto samples = time_candidates(call.backend, *blas.gemms, launch, entry.candidates);
+  const auto samples = time_candidates(call.backend, *blas.gemms, launch, candidates);
   const auto best = fastest_candidate(samples);
   if (!best) {
-    call.fail("no cuBLASLt algorithm of the " + std::to_string(entry.candidates.size()) +
+    call.fail("no cuBLASLt algorithm of the " + std::to_string(candidates.size()) +
               " the heuristic offered could be launched");
   }
-  entry.chosen = *best;
-  entry.detail = describe_algo(entry.algo()) + " (timed: the heuristic's #" +
-                 std::to_string(*best + 1) + " of " + std::to_string(entry.candidates.size()) +
-                 ", " + microseconds(samples[*best]) + "; its first " + microseconds(samples[0]) +
-                 ")";
+  entry.algo = candidates[*best].algo;
+  entry.detail = describe_algo(*entry.algo) + " (timed: the heuristic's #" +
+                 std::to_string(*best + 1) + " of " + std::to_string(candidates.size()) + ", " +
+                 microseconds(samples[*best]) + "; its first " + microseconds(samples[0]) + ")";
+}
+
+// The timed choices of this process, per device and signature.
+struct kept_choice {
+  cublasLtMatmulAlgo_t algo;
+  std::string detail;
+};
+std::mutex g_choices_mutex;
+std::map<std::pair<int, gemm_key>, kept_choice> g_choices;
+
+std::optional<kept_choice> find_kept(int device, const gemm_key& key) {
+  const std::lock_guard lock(g_choices_mutex);
+  const auto it = g_choices.find({device, key});
+  return it == g_choices.end() ? std::nullopt : std::optional<kept_choice>(it->second);
+}
+
+void keep(int device, const gemm_key& key, const gemm_entry& entry) {
+  const std::lock_guard lock(g_choices_mutex);
+  g_choices.insert_or_assign({device, key}, kept_choice{*entry.algo, entry.detail});
 }
 
 bool capturing(void* stream) {
@@ -288,20 +310,30 @@ const gemm_entry& gemm_entry_for(const op_call& call, blas_state& blas, const pr
     return *it->second;
   }
   std::unique_ptr<gemm_entry> entry = describe(key, p);
-  find_candidates(static_cast<cublasLtHandle_t>(blas.handle), key, *entry);
+  const int device = call.backend.lease().ordinal();
+  if (const auto kept = tune_it ? find_kept(device, key) : std::nullopt) {
+    entry->algo = kept->algo;  // timed before: in another session, or before a release
+    entry->detail = kept->detail;
+    return *blas.gemms->entries.emplace(key, std::move(entry)).first->second;
+  }
+  const candidate_list candidates =
+      find_candidates(static_cast<cublasLtHandle_t>(blas.handle), key, *entry);
   const bool recording = capturing(call.stream);
-  if (entry->candidates.empty()) {
+  const bool timed = tune_it && !recording && candidates.size() > 1;
+  if (candidates.empty()) {
     entry->detail = "cuBLASLt has no algorithm";
-  } else if (tune_it && !recording && entry->candidates.size() > 1) {
-    tune(call, blas, p, key, *entry);
+  } else if (timed) {
+    tune(call, blas, p, key, *entry, candidates);
+    keep(device, key, *entry);
   } else {
+    entry->algo = candidates.front().algo;
     const char* why = !tune_it    ? "gemm_autotune off"
                       : recording ? "not timed: the stream was being captured"
                                   : "the only candidate";
-    entry->detail = describe_algo(entry->algo()) + " (the heuristic's first of " +
-                    std::to_string(entry->candidates.size()) + "; " + why + ")";
+    entry->detail = describe_algo(*entry->algo) + " (the heuristic's first of " +
+                    std::to_string(candidates.size()) + "; " + why + ")";
   }
-  if (recording && tune_it && entry->candidates.size() > 1) {
+  if (recording && tune_it && candidates.size() > 1) {
     scratch = std::move(entry);  // the next uncaptured run times this signature
     return *scratch;
   }

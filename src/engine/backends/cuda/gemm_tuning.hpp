@@ -1,14 +1,21 @@
-// The algorithm each product signature runs with, chosen once and kept in
-// the backend's cuBLASLt state (a device release drops it with the handle).
-// A new signature asks cuBLASLt's heuristic for its best k_candidates
-// algorithms; with tuning on and the stream not being captured into a CUDA
-// graph, each is timed on the real operands (CUDA events, an L2 flush
-// before each timed launch so the weights come from memory as in a model's
-// run, the median of k_repetitions) and the fastest is kept. Otherwise the
-// heuristic's first is taken, and a capture keeps it only for that launch,
-// so the next eager run still tunes. Timing writes Y repeatedly: when that
-// would change what the product reads (beta != 0 with C in Y, or Y
-// overlapping an input) it writes a scratch block from the device layer.
+// The algorithm each product signature runs with. A new signature asks
+// cuBLASLt's heuristic for its best k_candidates algorithms; with tuning on
+// and the stream not being captured into a CUDA graph, each is timed on the
+// real operands (CUDA events, an L2 flush before each timed launch so the
+// weights come from memory as in a model's run, the median of
+// k_repetitions) and the fastest is kept. Otherwise the heuristic's first
+// is taken, and a capture keeps it only for that launch, so the next eager
+// run still tunes. Timing writes Y repeatedly: when that would change what
+// the product reads (beta != 0 with C in Y, or Y overlapping an input) it
+// writes a scratch block from the device layer instead.
+//
+// What is kept where: the descriptors and the timing events live in the
+// backend's cuBLASLt state, which a device release drops with the handle.
+// The timed choice itself (cuBLASLt's algorithm descriptor is plain data,
+// valid for any handle on the same device and library) is kept per device
+// for the process, so every session of a process and every run after a
+// release computes a product with the same algorithm, to the same bytes,
+// and no release makes the products time again.
 #pragma once
 
 #include <cublasLt.h>
@@ -17,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,13 +67,11 @@ using lt_layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, lt_layout_delete
 /// and the algorithm chosen; none when cuBLASLt has no algorithm for it.
 struct gemm_entry {
   lt_desc desc;
-  lt_layout la, lb, ly;  ///< ly describes C and Y alike
-  std::vector<cublasLtMatmulHeuristicResult_t> candidates;
-  std::size_t chosen = 0;
+  lt_layout la, lb, ly;                      ///< ly describes C and Y alike
+  std::optional<cublasLtMatmulAlgo_t> algo;  ///< none: cuBLASLt has no algorithm
   /// The algorithm, its rank among the candidates and how it was chosen.
   std::string detail;
-  [[nodiscard]] bool runnable() const noexcept { return chosen < candidates.size(); }
-  [[nodiscard]] const cublasLtMatmulAlgo_t& algo() const { return candidates.at(chosen).algo; }
+  [[nodiscard]] bool runnable() const noexcept { return algo.has_value(); }
 };
 
 /// Every signature's entry, and the events timing reuses (made by the lease,
