@@ -131,6 +131,17 @@ class backend {
   /// for the work marked.
   [[nodiscard]] virtual std::vector<double> mark_intervals_ms();
 
+  /// Whether a device backend times its library's algorithms for each new
+  /// product signature and keeps the fastest (on by default), or takes its
+  /// heuristic's first; the session passes its option gemm_autotune.
+  virtual void set_product_tuning(bool on) noexcept { static_cast<void>(on); }
+  /// What the backend chose for a node it ran (a product's cuBLASLt
+  /// algorithm and how it was chosen); empty when nothing.
+  [[nodiscard]] virtual std::string node_detail(const node& n) const {
+    static_cast<void>(n);
+    return {};
+  }
+
   /// Whether begin_recording() works here (CUDA graphs).
   [[nodiscard]] virtual bool can_record() const noexcept { return false; }
   /// Makes what recorded work uses besides its tensors (library handles,

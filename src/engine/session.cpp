@@ -25,6 +25,7 @@ session::session(graph g, std::string_view backend_name)
 
 session::session(graph g, session_options options, std::string_view backend_name)
     : m_graph(std::move(g)), m_options(std::move(options)), m_backend(make_backend(backend_name)) {
+  m_backend->set_product_tuning(m_options.gemm_autotune);
   specialize(m_options.dimensions);
 }
 

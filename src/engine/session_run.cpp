@@ -303,7 +303,7 @@ std::vector<node_time> session::node_times(std::size_t runs) {
   std::vector<node_time> times(p.g.nodes.size());
   for (std::size_t i = 0; i < times.size(); ++i) {
     const node& n = p.g.nodes[i];
-    times[i] = {n.name, n.op_type, n.domain, 0.0, 0.0};
+    times[i] = {n.name, n.op_type, n.domain, 0.0, 0.0, {}};
   }
   const bool device = m_backend->on_device();
   try {
@@ -327,6 +327,9 @@ std::vector<node_time> session::node_times(std::size_t runs) {
     m_in_flight = false;
     m_backend->end_run();
     throw;
+  }
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    times[i].detail = m_backend->node_detail(p.g.nodes[i]);
   }
   m_backend->end_run();
   return times;

@@ -118,7 +118,7 @@ class py_session {
  public:
   py_session(const std::string& path, std::optional<std::string> device,
              const std::map<std::string, std::int64_t>& dims, std::optional<bool> fuse,
-             bool cuda_graph) {
+             bool cuda_graph, bool gemm_autotune) {
     m_device = device ? *device : (device::device::count() > 0 ? "cuda:0" : "cpu");
     if (!device && m_device == "cpu") {
       py::module_::import("warnings")
@@ -135,6 +135,7 @@ class py_session {
     for (const auto& [symbol, value] : dims) options.dimensions[symbol] = value;
     options.fuse = fuse;
     options.cuda_graph = cuda_graph;
+    options.gemm_autotune = gemm_autotune;
     engine::graph g = engine::load_onnx(path);
     py::gil_scoped_release no_gil;
     m_session = std::make_shared<engine::session>(std::move(g), options, m_device);
@@ -207,6 +208,7 @@ class py_session {
       d["domain"] = t.domain;
       d["mean_ms"] = t.mean_ms;
       d["min_ms"] = t.min_ms;
+      d["detail"] = t.detail;
       out.append(d);
     }
     return out;
@@ -259,12 +261,14 @@ else the CPU with a RuntimeWarning. dims binds symbolic input dimensions ahead o
 first run. Feeds are numpy arrays of the input's dtype (bfloat16: float32 or an
 ml_dtypes bfloat16 array); outputs are new numpy arrays (bfloat16 as float32).
 fuse: run the fusion passes (None: on a GPU, not on the CPU). cuda_graph: on a GPU,
-run a model whose shapes are all static as one CUDA graph (False: kernel by kernel).)")
+run a model whose shapes are all static as one CUDA graph (False: kernel by kernel).
+gemm_autotune: on a GPU, time cuBLASLt's candidate algorithms for each new product shape
+and keep the fastest (False: the heuristic's first; COOLBENCH_GEMM_AUTOTUNE=0 too).)")
       .def(py::init<const std::string&, std::optional<std::string>,
-                    const std::map<std::string, std::int64_t>&, std::optional<bool>, bool>(),
+                    const std::map<std::string, std::int64_t>&, std::optional<bool>, bool, bool>(),
            py::arg("path"), py::kw_only(), py::arg("device") = py::none(),
            py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("fuse") = py::none(),
-           py::arg("cuda_graph") = true)
+           py::arg("cuda_graph") = true, py::arg("gemm_autotune") = true)
       .def_property_readonly("device", &py_session::device, "Where it runs: cpu or cuda:N")
       .def_property_readonly("inputs",
                              [](const py_session& s) {
@@ -289,7 +293,8 @@ run a model whose shapes are all static as one CUDA graph (False: kernel by kern
            "op_type, domain, mean_ms and min_ms over `runs` runs node by node after one "
            "untimed run (CUDA events between the nodes on a GPU, queued behind a wait so they "
            "bracket GPU time; the host clock on the CPU). Where the time goes, not what a run "
-           "costs: use measure() for that.")
+           "costs: use measure() for that. detail: what the backend chose for the node (a "
+           "product's cuBLASLt algorithm and how it was chosen), empty when nothing.")
       .def(
           "release",
           [](py_session& s) {

@@ -54,7 +54,11 @@ void host_gemm(const node& n, std::span<const tensor* const> in, std::span<tenso
   const bool ta = n.get<std::int64_t>("transA", 0) != 0;
   const bool tb = n.get<std::int64_t>("transB", 0) != 0;
   const std::int64_t k = ta ? a.shape()[0] : a.shape().back();
-  const std::int64_t m = a.size() / k, cols = tb ? b.shape()[0] : b.shape()[1];
+  // b_columns: B is padded to rows of b.shape()[1]; its first columns are read.
+  const std::int64_t b_columns = n.get<std::int64_t>("b_columns", 0);
+  const std::int64_t m = a.size() / k;
+  const std::int64_t cols = b_columns != 0 ? b_columns : tb ? b.shape()[0] : b.shape()[1];
+  const std::int64_t ldb = tb ? k : b.shape()[1];
   shape_t shape(a.shape().begin(), a.shape().end() - 1);
   if (ta) shape = {m};
   shape.push_back(cols);
@@ -65,7 +69,7 @@ void host_gemm(const node& n, std::span<const tensor* const> in, std::span<tenso
       double acc = 0;
       for (std::int64_t l = 0; l < k; ++l) {
         acc += static_cast<double>(get(a, static_cast<std::size_t>(ta ? l * m + i : i * k + l))) *
-               get(b, static_cast<std::size_t>(tb ? j * k + l : l * cols + j));
+               get(b, static_cast<std::size_t>(tb ? j * ldb + l : l * ldb + j));
       }
       const auto at = static_cast<std::size_t>(i * cols + j);
       auto v = static_cast<float>(acc * n.get<float>("alpha", 1.0F)) +
@@ -218,11 +222,13 @@ TEST(FusionPatterns, SixteenBitGraphsFuseAndComputeTheSame) {
 }
 
 TEST(FusionGemm, GemmWithBiasInput) {
+  // N = 6 float32 columns are 24 bytes a row: the weight is padded as well.
   const graph g = gemm_graph(dtype::float32, {5, 8}, 6, "relu", /*gemm_op=*/true);
   const graph fused = fuse_and_compare(g, {{"x", random_tensor(dtype::float32, {5, 8}, 3)}},
-                                       {{"gemm_epilogue", 1}}, 1e-4, 1e-5);
+                                       {{"aligned_weights", 1}, {"gemm_epilogue", 1}}, 1e-4, 1e-5);
   ASSERT_EQ(fused.nodes.size(), 1U);
   EXPECT_EQ(fused.nodes[0].get<std::string>("activation"), "relu");
+  EXPECT_EQ(fused.nodes[0].get<std::int64_t>("b_columns", 0), 6);
 }
 
 TEST(FusionGemm, NearGeluStaysElementwise) {
@@ -239,6 +245,94 @@ TEST(FusionGemm, NearGeluStaysElementwise) {
     ASSERT_EQ(fused.nodes.size(), 2U);
     EXPECT_EQ(fused.nodes[0].get<std::string>("activation"), "none");
   }
+}
+
+// x[2, 3, k] times a [k, n] weight w (transposed: [n, k] with Gemm transB),
+// nothing after.
+graph bare_product(dtype type, std::int64_t k, std::int64_t n, bool gemm_trans_b = false) {
+  graph g;
+  g.name = "bare_product";
+  g.opset = 20;
+  g.inputs = {declared("x", type, gemm_trans_b ? shape_t{6, k} : shape_t{2, 3, k})};
+  g.initializers["w"] = random_tensor(type, gemm_trans_b ? shape_t{n, k} : shape_t{k, n}, 5, 0.3F);
+  if (gemm_trans_b) {
+    g.nodes.push_back(make_node("Gemm", {"x", "w"}, {"y"}, {{"transB", std::int64_t{1}}}));
+  } else {
+    g.nodes.push_back(make_node("MatMul", {"x", "w"}, {"y"}));
+  }
+  g.outputs = {declared("y", type, gemm_trans_b ? shape_t{6, n} : shape_t{2, 3, n})};
+  return g;
+}
+
+TEST(FusionAlignedWeights, UnalignedWeightRowsArePaddedOnce) {
+  for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
+    SCOPED_TRACE(std::string(to_string(type)));
+    const double tol = type == dtype::float32 ? 1e-5 : type == dtype::float16 ? 1e-2 : 3e-2;
+    const graph g = bare_product(type, 8, 13);
+    const graph fused = fuse_and_compare(g, {{"x", random_tensor(type, {2, 3, 8}, 1)}},
+                                         {{"aligned_weights", 1}}, tol, tol);
+    ASSERT_EQ(fused.nodes.size(), 1U);
+    const node& n = fused.nodes[0];
+    EXPECT_EQ(n.op_type, "FusedGemm");
+    EXPECT_EQ(n.get<std::int64_t>("b_columns", 0), 13);
+    EXPECT_EQ(n.get<std::int64_t>("transB", 1), 0);
+    EXPECT_EQ(n.outputs, std::vector<std::string>{"y"});
+    ASSERT_EQ(n.inputs.at(1), "w/aligned");
+    // Rows of 16 elements (a multiple of 16 bytes in every dtype), zeros after column 13.
+    const tensor& padded = fused.initializers.at("w/aligned");
+    ASSERT_EQ(padded.shape(), (shape_t{8, 16}));
+    const tensor& w = g.initializers.at("w");
+    for (std::size_t r = 0; r < 8; ++r) {
+      for (std::size_t c = 0; c < 16; ++c) {
+        const float want = c < 13 ? get(w, r * 13 + c) : 0.0F;
+        ASSERT_EQ(get(padded, r * 16 + c), want) << r << ", " << c;
+      }
+    }
+    // The original is read by nothing: the session's plan drops it.
+    for (const node& x : fused.nodes)
+      EXPECT_EQ(std::count(x.inputs.begin(), x.inputs.end(), "w"), 0);
+  }
+}
+
+TEST(FusionAlignedWeights, EveryReaderOfTheWeightTakesThePaddedCopy) {
+  graph g = bare_product(dtype::float16, 8, 13);
+  g.inputs.push_back(declared("x2", dtype::float16, {4, 8}));
+  g.nodes.push_back(make_node("MatMul", {"x2", "w"}, {"y2"}));
+  g.outputs.push_back(declared("y2", dtype::float16, {4, 13}));
+  const graph fused = fuse_and_compare(g,
+                                       {{"x", random_tensor(dtype::float16, {2, 3, 8}, 1)},
+                                        {"x2", random_tensor(dtype::float16, {4, 8}, 2)}},
+                                       {{"aligned_weights", 2}}, 1e-2, 1e-2);
+  ASSERT_EQ(count_ops(fused, "FusedGemm"), 2U);
+  for (const node& n : fused.nodes) EXPECT_EQ(n.inputs.at(1), "w/aligned");
+}
+
+TEST(FusionAlignedWeights, LeavesWeightsItCannotPad) {
+  host_fused_backend target;
+  // Aligned rows already (16 halves = 32 bytes).
+  graph aligned = bare_product(dtype::float16, 8, 16);
+  EXPECT_TRUE(specialize_and_fuse(aligned, target).empty());
+  // A's rows unaligned (K = 7): the product would stay unaligned.
+  graph odd_k = bare_product(dtype::float16, 7, 13);
+  EXPECT_TRUE(specialize_and_fuse(odd_k, target).empty());
+  // The weight is also a graph output: it must stay as it is, and is not copied.
+  graph output = bare_product(dtype::float16, 8, 13);
+  output.outputs.push_back(declared("w", dtype::float16, {8, 13}));
+  EXPECT_TRUE(specialize_and_fuse(output, target).empty());
+  // Another op reads the weight: padding it would keep two copies.
+  graph shared = bare_product(dtype::float16, 8, 13);
+  shared.inputs.push_back(declared("z", dtype::float16, {8, 13}));  // not folded away
+  shared.nodes.push_back(make_node("Add", {"w", "z"}, {"r"}));
+  shared.outputs.push_back(declared("r", dtype::float16, {8, 13}));
+  EXPECT_EQ(specialize_and_fuse(shared, target).count("aligned_weights"), 0U);
+  EXPECT_EQ(count_ops(shared, "MatMul"), 1U);
+  // Transposed B ([N, K] rows of K): its rows are A's width, not N.
+  graph trans_b = bare_product(dtype::float16, 13, 8, true);
+  EXPECT_TRUE(specialize_and_fuse(trans_b, target).empty());
+  // A target that refuses the fused op: nothing.
+  host_fused_backend refusing(true);
+  graph refused = bare_product(dtype::float16, 8, 13);
+  EXPECT_TRUE(specialize_and_fuse(refused, refusing).empty());
 }
 
 TEST(FusionGemm, LeavesProductsItCannotFuse) {
@@ -422,10 +516,13 @@ TEST(FusionModels, EachExportFusesWhatItHoldsAndComputesTheSame) {
        {{"elementwise", 2}, {"gemm_epilogue", 12}, {"layer_norm", 5}}},
       {"distilbert_torchscript_op18",
        {{"elementwise", 2}, {"gemm_epilogue", 12}, {"layer_norm", 5}}},
-      {"gpt2_dynamo_op18_nopast", {{"gemm_epilogue", 6}, {"layer_norm", 5}}},
-      {"gpt2_torchscript_op18_nopast", {{"gemm_epilogue", 8}, {"layer_norm", 5}}},
-      {"gpt2_dynamo_op18_past", {{"gemm_epilogue", 6}, {"layer_norm", 5}}},
-      {"gpt2_torchscript_op18_past", {{"gemm_epilogue", 8}, {"layer_norm", 5}}},
+      {"gpt2_dynamo_op18_nopast",
+       {{"aligned_weights", 1}, {"gemm_epilogue", 6}, {"layer_norm", 5}}},
+      {"gpt2_torchscript_op18_nopast",
+       {{"aligned_weights", 1}, {"gemm_epilogue", 8}, {"layer_norm", 5}}},
+      {"gpt2_dynamo_op18_past", {{"aligned_weights", 1}, {"gemm_epilogue", 6}, {"layer_norm", 5}}},
+      {"gpt2_torchscript_op18_past",
+       {{"aligned_weights", 1}, {"gemm_epilogue", 8}, {"layer_norm", 5}}},
       {"resnet_dynamo_op18", {{"elementwise", 4}, {"gemm_epilogue", 1}}},
       {"resnet_torchscript_op14", {{"elementwise", 4}, {"gemm_epilogue", 1}}},
       {"resnet_torchscript_op18", {{"elementwise", 4}, {"gemm_epilogue", 1}}},

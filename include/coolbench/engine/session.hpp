@@ -67,6 +67,12 @@ struct session_options {
   /// from the first run's lifetimes (no allocation in later runs). false:
   /// the device layer's caching allocator per tensor, and no CUDA graph.
   bool memory_plan = true;
+  /// Device backend: the first run of each new product signature (dtype,
+  /// shape, layout, epilogue, alignment) times cuBLASLt's candidate
+  /// algorithms on the real operands and keeps the fastest; false takes the
+  /// heuristic's first. COOLBENCH_GEMM_AUTOTUNE=0 in the environment turns
+  /// it off too. Never timed while a CUDA graph is being recorded.
+  bool gemm_autotune = true;
 };
 
 /// How a session's runs execute.
@@ -105,6 +111,9 @@ struct node_time {
   std::string domain;    ///< "" for ONNX, "coolbench" for a fused node
   double mean_ms = 0.0;  ///< over the timed runs
   double min_ms = 0.0;
+  /// What the backend chose for it (a product's cuBLASLt algorithm, how it
+  /// was chosen and its time), empty when nothing.
+  std::string detail;
 };
 
 class session {

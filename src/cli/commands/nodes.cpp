@@ -81,6 +81,7 @@ void print_profile(const measure::model_node_profile& p, std::size_t top) {
   for (const auto* t : slowest) {
     fmt::print("{:<44} {:<28} {:>9.4f} {:>9.4f} {:>6.1f}%\n", t->name.substr(0, 44),
                op_name(*t).substr(0, 28), t->mean_ms, t->min_ms, share(t->mean_ms));
+    if (!t->detail.empty()) fmt::print("    {}\n", t->detail);  // what the backend chose
   }
 }
 
@@ -91,7 +92,8 @@ nlohmann::json profile_json(const measure::model_node_profile& p) {
                      {"op_type", t.op_type},
                      {"domain", t.domain},
                      {"mean_ms", t.mean_ms},
-                     {"min_ms", t.min_ms}});
+                     {"min_ms", t.min_ms},
+                     {"detail", t.detail}});
   }
   return {{"schema", "coolbench.nodes/1"},  {"model", p.description},
           {"execution", p.execution},       {"runs", p.runs},

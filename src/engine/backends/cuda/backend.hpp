@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -75,12 +76,20 @@ std::span<const op_entry> nn_ops();
 /// The fusion passes' ops, in k_fused_domain (fused_ops.cpp).
 std::span<const op_entry> fused_ops();
 
+/// The products' chosen algorithms and descriptors (gemm_tuning.hpp).
+struct gemm_cache;
+struct gemm_cache_deleter {
+  void operator()(gemm_cache* cache) const noexcept;
+};
+
 /// cuBLASLt state of one context generation (matmul.cpp): the handle (a
-/// cublasLtHandle_t) adopted by the device layer, and the workspace.
+/// cublasLtHandle_t) adopted by the device layer, the workspace, and the
+/// algorithm chosen per product signature, which a release drops with them.
 struct blas_state {
   void* handle = nullptr;
   device::owned_resource owner;
   device::buffer workspace;
+  std::unique_ptr<gemm_cache, gemm_cache_deleter> gemms;
   [[nodiscard]] bool valid() const noexcept { return owner.valid() && workspace.valid(); }
 };
 
@@ -118,6 +127,8 @@ class cuda_backend final : public backend {
   void trim() noexcept override;
   std::string take_blocking_note() override;
   bool can_record() const noexcept override { return true; }
+  void set_product_tuning(bool on) noexcept override { m_product_tuning = on; }
+  std::string node_detail(const node& n) const override;
   void prepare_recording() override;
   void begin_recording() override;
   std::unique_ptr<recorded_work> end_recording() override;
@@ -143,6 +154,13 @@ class cuda_backend final : public backend {
   device::lease& lease();
   /// cuBLASLt handle and workspace, made again after a device release.
   blas_state& blas();
+  /// Whether a new product signature's cuBLASLt algorithm is chosen by
+  /// timing the heuristic's candidates (session option gemm_autotune, and
+  /// COOLBENCH_GEMM_AUTOTUNE=0 turns it off), not as the heuristic's first.
+  [[nodiscard]] bool product_tuning() const noexcept;
+  /// Keeps what the node running now chose (its product's algorithm) for
+  /// node_detail().
+  void note_detail(const std::string& detail);
 
   /// A device int a kernel sets (atomicCAS from 0) when an input was invalid
   /// in a way only the device sees (an index out of range), and the code it
@@ -174,6 +192,8 @@ class cuda_backend final : public backend {
   unsigned long long m_mark_queue_ns = 0;  // the longest queuing of a marked run so far
   std::chrono::steady_clock::time_point m_marks_begun;
   const node* m_running = nullptr;  // the node run() is in
+  bool m_product_tuning = true;
+  std::map<std::string, std::string> m_node_details;  // by node name
   std::string m_blocking_note;
   bool m_recording = false;
   std::size_t m_messages_before_recording = 0;

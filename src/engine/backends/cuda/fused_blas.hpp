@@ -14,7 +14,7 @@ enum class blas_activation : std::uint8_t { none, relu, gelu_tanh };
 
 /// One row-major product Y[M,N] = alpha op(A)[M,K] op(B)[K,N] + beta C, over
 /// `batch` matrices `stride_*` elements apart; C is Y unless given (then of
-/// Y's layout).
+/// Y's layout). Rows are dense unless `ldb` / `ldy` say otherwise.
 struct product {
   dtype type = dtype::float32;
   bool trans_a = false;
@@ -26,6 +26,11 @@ struct product {
   float alpha = 1, beta = 0;
   std::int64_t batch = 1;
   std::int64_t stride_a = 0, stride_b = 0, stride_y = 0;
+  /// Elements between B's rows when more than its dense row (a weight padded
+  /// to an aligned row length, FusedGemm's b_columns); 0: dense.
+  std::int64_t ldb = 0;
+  /// Elements between Y's (and C's) rows; 0: dense (N).
+  std::int64_t ldy = 0;
   const void* c = nullptr;     ///< nullptr: Y itself
   const void* bias = nullptr;  ///< N elements of Y's dtype added per column, or none
   blas_activation activation = blas_activation::none;
@@ -36,7 +41,11 @@ struct product {
 
 /// Queues the product on the call's stream (fp32 accumulation, no TF32
 /// unless COOLBENCH_ALLOW_TF32=1); fails naming the node when cuBLASLt has
-/// no algorithm for it.
+/// no algorithm for it. A dense Y whose rows break 16-byte alignment (an odd
+/// N in a 16-bit dtype) while A's and B's keep it is computed into a padded
+/// scratch tensor (call.allocate: the arena in a planned run) and copied
+/// into Y, so cuBLASLt's aligned kernels run. The algorithm is chosen once
+/// per product signature (gemm_tuning.hpp) and kept with the handle.
 void run_product(const op_call& call, const product& p);
 
 }  // namespace coolbench::engine::cuda

@@ -1,8 +1,9 @@
-// MatMul and Gemm through cuBLASLt, float32 accumulation for every dtype and
-// no TF32 unless COOLBENCH_ALLOW_TF32=1 asks for it. Row-major products are
-// computed as their column-major transposes (Y^T = B^T A^T), so no copy is
-// needed. The handle and workspace are adopted by the device layer: a release
-// destroys them and the next product makes them again.
+// MatMul and Gemm through cuBLASLt (run_product: gemm_product.cpp, the
+// algorithm choice: gemm_tuning.cpp), float32 accumulation for every dtype
+// and no TF32 unless COOLBENCH_ALLOW_TF32=1 asks for it. Row-major products
+// are computed as their column-major transposes (Y^T = B^T A^T), so no copy
+// is needed. The handle and workspace are adopted by the device layer: a
+// release destroys them and the next product makes them again.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
@@ -13,6 +14,7 @@
 #include "core/cublas_check.hpp"
 #include "engine/backends/cuda/backend.hpp"
 #include "engine/backends/cuda/fused_blas.hpp"
+#include "engine/backends/cuda/gemm_tuning.hpp"
 #include "engine/backends/cuda/kernels.hpp"
 
 namespace coolbench::engine::cuda {
@@ -30,6 +32,7 @@ blas_state& cuda_backend::blas() {
   state->owner =
       lease().adopt(device::resource_kind::blas_handle, [handle] { cublasLtDestroy(handle); });
   state->workspace = lease().allocate(k_workspace_bytes);
+  state->gemms.reset(new gemm_cache());
   m_blas = std::move(state);
   return *m_blas;
 }
@@ -41,106 +44,6 @@ void cuda_backend::release() noexcept {
   m_error_flag = device::buffer();
   m_error_messages.clear();
   m_lease.reset();
-}
-
-namespace {
-
-cudaDataType_t cuda_type(dtype type) {
-  switch (type) {
-    case dtype::float16: return CUDA_R_16F;
-    case dtype::bfloat16: return CUDA_R_16BF;
-    default: return CUDA_R_32F;
-  }
-}
-
-template <class T, class Destroy>
-struct lt_object {
-  T value = nullptr;
-  Destroy destroy;
-  ~lt_object() {
-    if (value != nullptr) destroy(value);
-  }
-};
-
-void layout(lt_object<cublasLtMatrixLayout_t, cublasStatus_t (*)(cublasLtMatrixLayout_t)>& out,
-            cudaDataType_t type, std::int64_t rows, std::int64_t cols, std::int64_t batch,
-            std::int64_t stride) {
-  COOLBENCH_CUBLAS_CALL(cublasLtMatrixLayoutCreate(
-      &out.value, type, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols), rows));
-  const auto count = static_cast<std::int32_t>(batch);
-  COOLBENCH_CUBLAS_CALL(cublasLtMatrixLayoutSetAttribute(
-      out.value, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
-  COOLBENCH_CUBLAS_CALL(cublasLtMatrixLayoutSetAttribute(
-      out.value, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
-}
-
-// The bias runs along cuBLAS's rows: Y^T's, our columns (N).
-void set_epilogue(cublasLtMatmulDesc_t desc, const product& p) {
-  const bool bias = p.bias != nullptr;
-  cublasLtEpilogue_t epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-  if (p.activation == blas_activation::relu) {
-    epilogue = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-  } else if (p.activation == blas_activation::gelu_tanh) {
-    epilogue = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
-  }
-  if (epilogue == CUBLASLT_EPILOGUE_DEFAULT) return;
-  COOLBENCH_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                                       &epilogue, sizeof epilogue));
-  if (bias) {
-    COOLBENCH_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                         &p.bias, sizeof p.bias));
-  }
-}
-
-}  // namespace
-
-void run_product(const op_call& call, const product& p) {
-  if (p.m == 0 || p.n == 0 || p.batch == 0) return;
-  blas_state& blas = call.backend.blas();
-  const auto handle = static_cast<cublasLtHandle_t>(blas.handle);
-  const char* tf32 = std::getenv("COOLBENCH_ALLOW_TF32");
-  const bool allow_tf32 = p.type == dtype::float32 && tf32 != nullptr && std::string(tf32) == "1";
-  using desc_t = lt_object<cublasLtMatmulDesc_t, cublasStatus_t (*)(cublasLtMatmulDesc_t)>;
-  using layout_t = lt_object<cublasLtMatrixLayout_t, cublasStatus_t (*)(cublasLtMatrixLayout_t)>;
-  desc_t desc{nullptr, cublasLtMatmulDescDestroy};
-  COOLBENCH_CUBLAS_CALL(cublasLtMatmulDescCreate(
-      &desc.value, allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  // Column-major: Y^T[N,M] = op(B)^T op(A)^T; B's buffer is cuBLAS's A.
-  const cublasOperation_t op_a = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_b = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  COOLBENCH_CUBLAS_CALL(
-      cublasLtMatmulDescSetAttribute(desc.value, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
-  COOLBENCH_CUBLAS_CALL(
-      cublasLtMatmulDescSetAttribute(desc.value, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
-  set_epilogue(desc.value, p);
-  const cudaDataType_t type = cuda_type(p.type);
-  layout_t la{nullptr, cublasLtMatrixLayoutDestroy};
-  layout_t lb{nullptr, cublasLtMatrixLayoutDestroy};
-  layout_t ly{nullptr, cublasLtMatrixLayoutDestroy};
-  layout(la, type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.batch, p.stride_b);
-  layout(lb, type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.batch, p.stride_a);
-  layout(ly, type, p.n, p.m, p.batch, p.stride_y);
-  lt_object<cublasLtMatmulPreference_t, cublasStatus_t (*)(cublasLtMatmulPreference_t)> preference{
-      nullptr, cublasLtMatmulPreferenceDestroy};
-  COOLBENCH_CUBLAS_CALL(cublasLtMatmulPreferenceCreate(&preference.value));
-  const std::uint64_t workspace = k_workspace_bytes;
-  COOLBENCH_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(
-      preference.value, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  int found = 0;
-  COOLBENCH_CUBLAS_CALL(cublasLtMatmulAlgoGetHeuristic(handle, desc.value, la.value, lb.value,
-                                                       ly.value, ly.value, preference.value, 1,
-                                                       &heuristic, &found));
-  if (found == 0 && p.no_algorithm != nullptr) {
-    *p.no_algorithm = true;
-    return;
-  }
-  if (found == 0) call.fail("cuBLASLt has no algorithm for this product");
-  // The empty inner dimension: cuBLASLt would read nothing, so Y = beta Y.
-  COOLBENCH_CUBLAS_CALL(cublasLtMatmul(handle, desc.value, &p.alpha, p.b, la.value, p.a, lb.value,
-                                       &p.beta, p.c != nullptr ? p.c : p.y, ly.value, p.y, ly.value,
-                                       &heuristic.algo, blas.workspace.get(), k_workspace_bytes,
-                                       static_cast<cudaStream_t>(call.stream)));
 }
 
 namespace {

@@ -1,0 +1,97 @@
+// run_product: the chosen algorithm's launch, and the padded output of a
+// product whose Y rows break cuBLASLt's 16-byte alignment (the lm_head's
+// N = 50257 in fp16): computed into a scratch tensor of aligned rows, then
+// copied into Y by one 2-D copy (a memcpy node when captured).
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "core/cublas_check.hpp"
+#include "core/cuda_check.hpp"
+#include "engine/backends/cuda/gemm_choice.hpp"
+#include "engine/backends/cuda/gemm_tuning.hpp"
+
+namespace coolbench::engine::cuda {
+namespace {
+
+bool tf32_allowed(const product& p) {
+  const char* tf32 = std::getenv("COOLBENCH_ALLOW_TF32");
+  return p.type == dtype::float32 && tf32 != nullptr && std::string(tf32) == "1";
+}
+
+// Queues the product with its signature's algorithm; `note` is added to
+// what the node records.
+void launch(const op_call& call, const product& p, const std::string& note) {
+  blas_state& blas = call.backend.blas();
+  std::unique_ptr<gemm_entry> uncached;
+  const gemm_entry& entry =
+      gemm_entry_for(call, blas, p, tf32_allowed(p), call.backend.product_tuning(), uncached);
+  call.backend.note_detail(entry.detail + note);
+  if (!entry.runnable()) {
+    if (p.no_algorithm != nullptr) {
+      *p.no_algorithm = true;
+      return;
+    }
+    call.fail("cuBLASLt has no algorithm for this product");
+  }
+  set_bias_pointer(entry, p.bias);
+  COOLBENCH_CUBLAS_CALL(
+      cublasLtMatmul(static_cast<cublasLtHandle_t>(blas.handle), entry.desc.get(), &p.alpha, p.b,
+                     entry.la.get(), p.a, entry.lb.get(), &p.beta, p.c != nullptr ? p.c : p.y,
+                     entry.ly.get(), p.y, entry.ly.get(), &*entry.algo, blas.workspace.get(),
+                     blas.workspace.size(), static_cast<cudaStream_t>(call.stream)));
+}
+
+void copy_rows(void* to, std::size_t to_pitch, const void* from, std::size_t from_pitch,
+               std::size_t row_bytes, std::int64_t rows, void* stream) {
+  COOLBENCH_CUDA_CALL(cudaMemcpy2DAsync(to, to_pitch, from, from_pitch, row_bytes,
+                                        static_cast<std::size_t>(rows), cudaMemcpyDeviceToDevice,
+                                        static_cast<cudaStream_t>(stream)));
+}
+
+}  // namespace
+
+bool cuda_backend::product_tuning() const noexcept {
+  const char* env = std::getenv("COOLBENCH_GEMM_AUTOTUNE");
+  return m_product_tuning && (env == nullptr || std::string(env) != "0");
+}
+
+void cuda_backend::note_detail(const std::string& detail) {
+  if (m_running != nullptr) m_node_details.insert_or_assign(m_running->name, detail);
+}
+
+std::string cuda_backend::node_detail(const node& n) const {
+  const auto it = m_node_details.find(n.name);
+  return it == m_node_details.end() ? std::string() : it->second;
+}
+
+void run_product(const op_call& call, const product& p) {
+  if (p.m == 0 || p.n == 0 || p.batch == 0) return;
+  const std::size_t element = size_of(p.type);
+  const std::int64_t lda = p.trans_a ? p.m : p.k;
+  const std::int64_t ldb = p.ldb != 0 ? p.ldb : (p.trans_b ? p.k : p.n);
+  const std::int64_t ldy = p.ldy != 0 ? p.ldy : p.n;
+  const std::int64_t padded =
+      padded_output_columns(lda, ldb, ldy, p.n, p.m, p.batch, p.stride_y, element);
+  if (padded == 0) return launch(call, p, {});
+  // Every run allocates it the same way, so a planned run takes it from the arena.
+  const tensor scratch = call.allocate(p.type, {p.batch, p.m, padded});
+  const std::size_t row = static_cast<std::size_t>(p.n) * element;
+  const std::size_t pitch = static_cast<std::size_t>(padded) * element;
+  if (p.beta != 0.0F) {
+    copy_rows(scratch.device_data(), pitch, p.c != nullptr ? p.c : p.y, row, row, p.batch * p.m,
+              call.stream);
+  }
+  product aligned = p;
+  aligned.y = scratch.device_data();
+  aligned.c = nullptr;
+  aligned.ldy = padded;
+  aligned.stride_y = p.m * padded;
+  launch(call, aligned,
+         "; Y's rows padded from " + std::to_string(p.n) + " to " + std::to_string(padded));
+  if (p.no_algorithm != nullptr && *p.no_algorithm) return;
+  copy_rows(p.y, row, scratch.device_data(), pitch, row, p.batch * p.m, call.stream);
+}
+
+}  // namespace coolbench::engine::cuda

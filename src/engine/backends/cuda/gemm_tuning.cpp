@@ -1,0 +1,343 @@
+#include "engine/backends/cuda/gemm_tuning.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <mutex>
+#include <optional>
+
+#include "core/cublas_check.hpp"
+#include "core/cuda_check.hpp"
+#include "engine/backends/cuda/gemm_choice.hpp"
+
+namespace coolbench::engine::cuda {
+
+void gemm_cache_deleter::operator()(gemm_cache* cache) const noexcept { delete cache; }
+
+namespace {
+
+cudaDataType_t cuda_type(dtype type) {
+  switch (type) {
+    case dtype::float16: return CUDA_R_16F;
+    case dtype::bfloat16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+  }
+}
+
+cublasLtEpilogue_t epilogue_of(const product& p) {
+  const bool bias = p.bias != nullptr;
+  if (p.activation == blas_activation::relu) {
+    return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  }
+  if (p.activation == blas_activation::gelu_tanh) {
+    return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  }
+  return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+// A column-major rows x cols layout `ld` apart, `batch` of them `stride` apart.
+lt_layout make_layout(cudaDataType_t type, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                      std::int64_t batch, std::int64_t stride) {
+  cublasLtMatrixLayout_t made = nullptr;
+  COOLBENCH_CUBLAS_CALL(cublasLtMatrixLayoutCreate(&made, type, static_cast<std::uint64_t>(rows),
+                                                   static_cast<std::uint64_t>(cols), ld));
+  lt_layout layout(made);
+  const auto count = static_cast<std::int32_t>(batch);
+  COOLBENCH_CUBLAS_CALL(cublasLtMatrixLayoutSetAttribute(made, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                         &count, sizeof count));
+  COOLBENCH_CUBLAS_CALL(cublasLtMatrixLayoutSetAttribute(
+      made, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+  return layout;
+}
+
+// Descriptors of the column-major transpose Y^T[N,M] = op(B)^T op(A)^T: B's
+// buffer is cuBLAS's A.
+std::unique_ptr<gemm_entry> describe(const gemm_key& key, const product& p) {
+  auto entry = std::make_unique<gemm_entry>();
+  cublasLtMatmulDesc_t desc = nullptr;
+  COOLBENCH_CUBLAS_CALL(cublasLtMatmulDescCreate(
+      &desc, key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  entry->desc.reset(desc);
+  const cublasOperation_t op_a = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  COOLBENCH_CUBLAS_CALL(
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
+  COOLBENCH_CUBLAS_CALL(
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
+  const auto epilogue = static_cast<cublasLtEpilogue_t>(key.epilogue);
+  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    COOLBENCH_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                         &epilogue, sizeof epilogue));
+  }
+  const cudaDataType_t type = cuda_type(p.type);
+  entry->la =
+      make_layout(type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, key.ldb, p.batch, p.stride_b);
+  entry->lb =
+      make_layout(type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, key.lda, p.batch, p.stride_a);
+  entry->ly = make_layout(type, p.n, p.m, key.ldy, p.batch, p.stride_y);
+  return entry;
+}
+
+using candidate_list = std::vector<cublasLtMatmulHeuristicResult_t>;
+
+// The heuristic's candidates for the key's alignments that fit the workspace.
+candidate_list find_candidates(cublasLtHandle_t handle, const gemm_key& key,
+                               const gemm_entry& entry) {
+  cublasLtMatmulPreference_t made = nullptr;
+  COOLBENCH_CUBLAS_CALL(cublasLtMatmulPreferenceCreate(&made));
+  const std::unique_ptr<cublasLtMatmulPreferenceOpaque_t,
+                        cublasStatus_t (*)(cublasLtMatmulPreference_t)>
+      preference(made, cublasLtMatmulPreferenceDestroy);
+  const std::uint64_t workspace = key.workspace;
+  COOLBENCH_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(
+      made, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
+  // cuBLAS's A is our B. Without these it assumes 256-byte aligned buffers.
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, std::uint32_t> alignments[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_y}};
+  for (const auto& [attribute, bytes] : alignments) {
+    COOLBENCH_CUBLAS_CALL(
+        cublasLtMatmulPreferenceSetAttribute(made, attribute, &bytes, sizeof bytes));
+  }
+  std::vector<cublasLtMatmulHeuristicResult_t> results(k_candidates);
+  int found = 0;
+  COOLBENCH_CUBLAS_CALL(cublasLtMatmulAlgoGetHeuristic(
+      handle, entry.desc.get(), entry.la.get(), entry.lb.get(), entry.ly.get(), entry.ly.get(),
+      made, k_candidates, results.data(), &found));
+  results.resize(static_cast<std::size_t>(std::max(found, 0)));
+  std::erase_if(results, [&](const cublasLtMatmulHeuristicResult_t& r) {
+    return r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > key.workspace;
+  });
+  return results;
+}
+
+int config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attribute) {
+  std::uint32_t value = 0;  // the attributes read here are 32-bit
+  std::size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attribute, &value, sizeof value, &written) !=
+      CUBLAS_STATUS_SUCCESS) {
+    return -1;
+  }
+  return static_cast<int>(value);
+}
+
+std::string describe_algo(const cublasLtMatmulAlgo_t& algo) {
+  return "cuBLASLt algo " + std::to_string(config(algo, CUBLASLT_ALGO_CONFIG_ID)) + " tile " +
+         std::to_string(config(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)) + " stages " +
+         std::to_string(config(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID)) + " split-K " +
+         std::to_string(config(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM)) + " swizzle " +
+         std::to_string(config(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING));
+}
+
+std::string microseconds(const std::vector<double>& samples_ms) {
+  if (samples_ms.empty()) return "not run";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f us", 1000.0 * median_of(samples_ms));
+  return text;
+}
+
+// What one timed launch needs besides the algorithm.
+struct launch_args {
+  cublasLtHandle_t handle;
+  const gemm_entry& entry;
+  const product& p;
+  const void* c;
+  void* d;
+  void* workspace;
+  std::size_t workspace_bytes;
+  cudaStream_t stream;
+  cublasStatus_t operator()(const cublasLtMatmulAlgo_t& algo) const {
+    return cublasLtMatmul(handle, entry.desc.get(), &p.alpha, p.b, entry.la.get(), p.a,
+                          entry.lb.get(), &p.beta, c, entry.ly.get(), d, entry.ly.get(), &algo,
+                          workspace, workspace_bytes, stream);
+  }
+};
+
+// Each candidate's timed launches (ms); empty for one whose launch failed.
+std::vector<std::vector<double>> time_candidates(cuda_backend& backend, gemm_cache& cache,
+                                                 const launch_args& launch,
+                                                 const candidate_list& candidates) {
+  int l2_bytes = 0;
+  COOLBENCH_CUDA_CALL(
+      cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, backend.lease().ordinal()));
+  const auto flush_bytes = static_cast<std::size_t>(std::max(l2_bytes, 1));
+  const device::buffer flush = backend.lease().allocate(flush_bytes);
+  const std::size_t needed = candidates.size() * 2 * k_repetitions;
+  while (cache.events.size() < needed) cache.events.push_back(backend.lease().create_event());
+  std::vector<bool> ran(candidates.size(), true);
+  for (std::size_t c = 0; c < candidates.size(); ++c) {
+    for (int w = 0; w < k_warmups && ran[c]; ++w)
+      ran[c] = launch(candidates[c].algo) == CUBLAS_STATUS_SUCCESS;
+    for (int r = 0; r < k_repetitions && ran[c]; ++r) {
+      // The weights come from memory in a model's run: evict them first.
+      COOLBENCH_CUDA_CALL(cudaMemsetAsync(flush.get(), r, flush_bytes, launch.stream));
+      auto* const start = static_cast<cudaEvent_t>(cache.events[(c * k_repetitions + r) * 2]);
+      auto* const stop = static_cast<cudaEvent_t>(cache.events[(c * k_repetitions + r) * 2 + 1]);
+      COOLBENCH_CUDA_CALL(cudaEventRecord(start, launch.stream));
+      ran[c] = launch(candidates[c].algo) == CUBLAS_STATUS_SUCCESS;
+      COOLBENCH_CUDA_CALL(cudaEventRecord(stop, launch.stream));
+    }
+  }
+  COOLBENCH_CUDA_CALL(cudaStreamSynchronize(launch.stream));
+  std::vector<std::vector<double>> samples(candidates.size());
+  for (std::size_t c = 0; c < candidates.size(); ++c) {
+    for (int r = 0; r < k_repetitions && ran[c]; ++r) {
+      float ms = 0.0F;
+      COOLBENCH_CUDA_CALL(cudaEventElapsedTime(
+          &ms, static_cast<cudaEvent_t>(cache.events[(c * k_repetitions + r) * 2]),
+          static_cast<cudaEvent_t>(cache.events[(c * k_repetitions + r) * 2 + 1])));
+      samples[c].push_back(static_cast<double>(ms));
+    }
+  }
+  return samples;
+}
+
+// Whether timing must write a scratch block rather than Y: repeating the
+// product into Y would change what it reads.
+bool needs_scratch_target(const product& p, const gemm_key& key) {
+  const std::size_t element = size_of(p.type);
+  if (p.beta != 0.0F && (p.c == nullptr || p.c == p.y)) return true;
+  const byte_range y = matrix_bytes(p.y, p.m, p.n, key.ldy, p.batch, p.stride_y, element);
+  const byte_range a = matrix_bytes(p.a, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, key.lda,
+                                    p.batch, p.stride_a, element);
+  const byte_range b = matrix_bytes(p.b, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, key.ldb,
+                                    p.batch, p.stride_b, element);
+  const byte_range c = matrix_bytes(p.c, p.m, p.n, key.ldy, p.batch, p.stride_y, element);
+  const byte_range bias = matrix_bytes(p.bias, 1, p.n, p.n, 1, 0, element);
+  return overlaps(y, a) || overlaps(y, b) || overlaps(y, c) || overlaps(y, bias);
+}
+
+// Times the candidates and chooses the fastest; says what it found.
+void tune(const op_call& call, blas_state& blas, const product& p, const gemm_key& key,
+          gemm_entry& entry, const candidate_list& candidates) {
+  auto* const stream = static_cast<cudaStream_t>(call.stream);
+  std::optional<device::buffer> target;
+  if (needs_scratch_target(p, key)) {
+    const std::size_t bytes =
+        static_cast<std::size_t>((p.batch - 1) * p.stride_y + (p.m - 1) * key.ldy + p.n) *
+        size_of(p.type);
+    target = call.backend.lease().allocate(bytes);
+  }
+  const launch_args launch{static_cast<cublasLtHandle_t>(blas.handle),
+                           entry,
+                           p,
+                           p.c != nullptr ? p.c : p.y,
+                           target ? target->get() : p.y,
+                           blas.workspace.get(),
+                           key.workspace,
+                           stream};
+  set_bias_pointer(entry, p.bias);
+  const auto samples = time_candidates(call.backend, *blas.gemms, launch, candidates);
+  const auto best = fastest_candidate(samples);
+  if (!best) {
+    call.fail("no cuBLASLt algorithm of the " + std::to_string(candidates.size()) +
+              " the heuristic offered could be launched");
+  }
+  entry.algo = candidates[*best].algo;
+  entry.detail = describe_algo(*entry.algo) + " (timed: the heuristic's #" +
+                 std::to_string(*best + 1) + " of " + std::to_string(candidates.size()) + ", " +
+                 microseconds(samples[*best]) + "; its first " + microseconds(samples[0]) + ")";
+}
+
+// The timed choices of this process, per device and signature.
+struct kept_choice {
+  cublasLtMatmulAlgo_t algo;
+  std::string detail;
+};
+std::mutex g_choices_mutex;
+std::map<std::pair<int, gemm_key>, kept_choice> g_choices;
+
+std::optional<kept_choice> find_kept(int device, const gemm_key& key) {
+  const std::lock_guard lock(g_choices_mutex);
+  const auto it = g_choices.find({device, key});
+  return it == g_choices.end() ? std::nullopt : std::optional<kept_choice>(it->second);
+}
+
+void keep(int device, const gemm_key& key, const gemm_entry& entry) {
+  const std::lock_guard lock(g_choices_mutex);
+  g_choices.insert_or_assign({device, key}, kept_choice{*entry.algo, entry.detail});
+}
+
+bool capturing(void* stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  COOLBENCH_CUDA_CALL(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
+}  // namespace
+
+gemm_key key_of(const product& p, bool tf32, std::size_t workspace) {
+  gemm_key key;
+  key.type = static_cast<int>(p.type);
+  key.trans_a = p.trans_a;
+  key.trans_b = p.trans_b;
+  key.m = p.m;
+  key.n = p.n;
+  key.k = p.k;
+  key.batch = p.batch;
+  key.stride_a = p.stride_a;
+  key.stride_b = p.stride_b;
+  key.stride_y = p.stride_y;
+  key.lda = p.trans_a ? p.m : p.k;
+  key.ldb = p.ldb != 0 ? p.ldb : (p.trans_b ? p.k : p.n);
+  key.ldy = p.ldy != 0 ? p.ldy : p.n;
+  key.epilogue = static_cast<int>(epilogue_of(p));
+  key.separate_c = p.c != nullptr && p.c != p.y;
+  key.beta_zero = p.beta == 0.0F;
+  key.tf32 = tf32;
+  key.align_a = address_alignment(p.a);
+  key.align_b = address_alignment(p.b);
+  key.align_y = address_alignment(p.y);
+  key.align_c = p.c != nullptr ? address_alignment(p.c) : key.align_y;
+  key.align_bias = p.bias != nullptr ? address_alignment(p.bias) : 0;
+  key.workspace = workspace;
+  return key;
+}
+
+void set_bias_pointer(const gemm_entry& entry, const void* bias) {
+  if (bias == nullptr) return;
+  COOLBENCH_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(
+      entry.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+}
+
+const gemm_entry& gemm_entry_for(const op_call& call, blas_state& blas, const product& p, bool tf32,
+                                 bool tune_it, std::unique_ptr<gemm_entry>& scratch) {
+  if (!blas.gemms) blas.gemms.reset(new gemm_cache());
+  const gemm_key key = key_of(p, tf32, blas.workspace.size());
+  if (const auto it = blas.gemms->entries.find(key); it != blas.gemms->entries.end()) {
+    return *it->second;
+  }
+  std::unique_ptr<gemm_entry> entry = describe(key, p);
+  const int device = call.backend.lease().ordinal();
+  if (const auto kept = tune_it ? find_kept(device, key) : std::nullopt) {
+    entry->algo = kept->algo;  // timed before: in another session, or before a release
+    entry->detail = kept->detail;
+    return *blas.gemms->entries.emplace(key, std::move(entry)).first->second;
+  }
+  const candidate_list candidates =
+      find_candidates(static_cast<cublasLtHandle_t>(blas.handle), key, *entry);
+  const bool recording = capturing(call.stream);
+  const bool timed = tune_it && !recording && candidates.size() > 1;
+  if (candidates.empty()) {
+    entry->detail = "cuBLASLt has no algorithm";
+  } else if (timed) {
+    tune(call, blas, p, key, *entry, candidates);
+    keep(device, key, *entry);
+  } else {
+    entry->algo = candidates.front().algo;
+    const char* why = !tune_it    ? "gemm_autotune off"
+                      : recording ? "not timed: the stream was being captured"
+                                  : "the only candidate";
+    entry->detail = describe_algo(*entry->algo) + " (the heuristic's first of " +
+                    std::to_string(candidates.size()) + "; " + why + ")";
+  }
+  if (recording && tune_it && candidates.size() > 1) {
+    scratch = std::move(entry);  // the next uncaptured run times this signature
+    return *scratch;
+  }
+  return *blas.gemms->entries.emplace(key, std::move(entry)).first->second;
+}
+
+}  // namespace coolbench::engine::cuda

@@ -1,0 +1,323 @@
+// The CUDA backend's products against the CPU where the algorithm choice and
+// the padded layouts change what runs: odd N and odd K in float32, float16
+// and bfloat16, the lm_head's Gemm(transB) whose output rows break 16-byte
+// alignment (computed into a padded scratch), Gemm's C accumulated in place,
+// batched and broadcast MatMuls, FusedGemm with bias, GELU and residual
+// epilogues over a padded weight (the aligned_weights pass); each with the
+// algorithm timed and with the heuristic's first, which must agree. Then no
+// timing while the stream is captured, the option's environment switch, and
+// GPT-2 sessions with an odd vocabulary as CUDA graphs across releases.
+// Allocations are poisoned with 0xFF bytes, so an element the padded copy
+// leaves unwritten fails. Needs a GPU (ctest label gpu); skips without one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "coolbench/core/error.hpp"
+#include "coolbench/device.hpp"
+#include "coolbench/engine/session.hpp"
+#include "engine/backends/cuda/backend.hpp"
+#include "engine/backends/registry.hpp"
+#include "engine/fusion_cases.hpp"
+
+namespace coolbench::engine {
+namespace {
+
+using namespace fusion_cases;  // NOLINT(google-build-using-namespace): the cases' vocabulary
+
+int gpu_count() {
+  try {
+    return device::device::count();
+  } catch (const error&) {
+    return 0;
+  }
+}
+
+#define REQUIRE_GPU() \
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run"
+
+std::unique_ptr<backend> cuda_backend_with(bool tuning, bool poison = true) {
+  auto b = make_cuda_backend(0);
+  auto& cuda = dynamic_cast<cuda::cuda_backend&>(*b);
+  cuda.poison_allocations(poison);
+  cuda.set_product_tuning(tuning);
+  return b;
+}
+
+// |got - want| <= atol + rtol |want| element by element: float32's product
+// sums in another order, a 16-bit output rounds once either way.
+void expect_close(const tensor& got, const tensor& want, const std::string& label) {
+  ASSERT_EQ(got.shape(), want.shape()) << label;
+  ASSERT_EQ(got.type(), want.type()) << label;
+  const bool wide = want.type() == dtype::float32;
+  const double rtol = wide ? 1e-4 : 1e-2, atol = wide ? 1e-4 : 1e-2;
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(want.size()); ++i) {
+    const double a = get(got, i), b = get(want, i);
+    if (!(std::abs(a - b) <= atol + rtol * std::abs(b)) && bad++ == 0) {
+      ADD_FAILURE() << label << "[" << i << "]: cuda " << a << ", cpu " << b;
+    }
+  }
+  EXPECT_EQ(bad, 0U) << label << ": elements out of tolerance";
+}
+
+// One product node over graph inputs in0, in1, ... with the given shapes.
+struct product_case {
+  std::string label;
+  std::string op;
+  std::vector<shape_t> inputs;
+  shape_t output;
+  std::map<std::string, attribute> attributes;
+};
+
+graph one_node(const product_case& c, dtype type) {
+  graph g;
+  g.name = c.label;
+  g.opset = 20;
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+    names.push_back("in" + std::to_string(i));
+    g.inputs.push_back(declared(names.back(), type, c.inputs[i]));
+  }
+  g.nodes.push_back(make_node(c.op, names, {"y"}, c.attributes));
+  g.outputs = {declared("y", type, c.output)};
+  return g;
+}
+
+std::map<std::string, tensor> case_inputs(const product_case& c, dtype type) {
+  std::map<std::string, tensor> inputs;
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+    // B scaled by 1/sqrt(K) keeps outputs near 1, where the tolerances mean something.
+    const float scale = i == 1 ? 1.0F / std::sqrt(static_cast<float>(c.inputs[1].front())) : 1.0F;
+    inputs["in" + std::to_string(i)] =
+        random_tensor(type, c.inputs[i], 40 + static_cast<unsigned>(i), scale);
+  }
+  return inputs;
+}
+
+std::vector<product_case> product_cases() {
+  using attrs = std::map<std::string, attribute>;
+  const attrs trans_b = {{"transB", std::int64_t{1}}};
+  return {
+      // B's rows unaligned (1001 columns): cuBLASLt's unaligned kernels, no padding.
+      {"MatMul N 1001", "MatMul", {{128, 256}, {256, 1001}}, {128, 1001}, {}},
+      // Odd K: A's rows unaligned.
+      {"MatMul K 33", "MatMul", {{37, 33}, {33, 19}}, {37, 19}, {}},
+      // The built-in lm_head: B [N, K] rows aligned, Y's rows not: a padded Y.
+      {"Gemm transB N 1001", "Gemm", {{128, 256}, {1001, 256}}, {128, 1001}, trans_b},
+      {"Gemm transB N 7", "Gemm", {{5, 64}, {7, 64}}, {5, 7}, trans_b},
+      // C accumulated in place (Y starts as C, beta != 0), into the padded Y.
+      {"Gemm transB C[N] beta 0.5",
+       "Gemm",
+       {{128, 256}, {1001, 256}, {1001}},
+       {128, 1001},
+       {{"transB", std::int64_t{1}}, {"alpha", 0.7F}, {"beta", 0.5F}}},
+      {"Gemm transA transB C[M,N]",
+       "Gemm",
+       {{256, 64}, {999, 256}, {64, 999}},
+       {64, 999},
+       {{"transA", std::int64_t{1}}, {"transB", std::int64_t{1}}}},
+      // Batched, broadcast, and broadcast along some batch dims only.
+      {"MatMul batched N 29", "MatMul", {{3, 17, 64}, {3, 64, 29}}, {3, 17, 29}, {}},
+      {"MatMul broadcast B", "MatMul", {{3, 17, 64}, {64, 29}}, {3, 17, 29}, {}},
+      {"MatMul partial broadcast", "MatMul", {{2, 1, 5, 16}, {3, 16, 7}}, {2, 3, 5, 7}, {}},
+  };
+}
+
+TEST(cuda_gemm, odd_products_match_the_cpu_timed_and_untimed) {
+  REQUIRE_GPU();
+  const auto cpu = make_backend("cpu");
+  for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
+    for (const auto& c : product_cases()) {
+      const std::string label = std::string(to_string(type)) + " " + c.label;
+      SCOPED_TRACE(label);
+      const graph g = one_node(c, type);
+      const auto inputs = case_inputs(c, type);
+      const tensor want = run_graph(g, *cpu, inputs).at("y");
+      std::map<bool, tensor> got;
+      for (const bool tuning : {true, false}) {
+        const auto gpu = cuda_backend_with(tuning);
+        got[tuning] = run_graph(g, *gpu, inputs).at("y");
+        expect_close(got[tuning], want, label + (tuning ? " timed" : " heuristic"));
+        const std::string detail = gpu->node_detail(g.nodes[0]);
+        EXPECT_NE(detail.find("cuBLASLt algo"), std::string::npos) << detail;
+        EXPECT_EQ(detail.find("gemm_autotune off") != std::string::npos, !tuning) << detail;
+        // Every Gemm case has aligned A and B rows and unaligned Y rows; every
+        // MatMul case's B rows are as unaligned as Y's (or A's are).
+        EXPECT_EQ(detail.find("padded") != std::string::npos, c.op == "Gemm") << detail;
+        std::printf("RECORD %s %s: %s\n", label.c_str(), tuning ? "timed" : "heuristic",
+                    detail.c_str());
+      }
+      // The two choices may sum in another order: equal within the same tolerance.
+      expect_close(got[true], got[false], label + " timed vs heuristic");
+    }
+  }
+}
+
+TEST(cuda_gemm, fused_epilogues_over_a_padded_weight_match_the_cpu) {
+  REQUIRE_GPU();
+  const auto cpu = make_backend("cpu");
+  for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
+    for (const std::string tail : {"none", "relu", "gelu_new", "gelu", "residual"}) {
+      for (const bool tuning : {true, false}) {
+        const std::string label =
+            std::string(to_string(type)) + " N 1001 " + tail + (tuning ? " timed" : " heuristic");
+        SCOPED_TRACE(label);
+        const graph g = gemm_graph(type, {2, 64, 256}, 1001, tail);
+        const auto gpu = cuda_backend_with(tuning);
+        graph fused = g;
+        const auto counts = specialize_and_fuse(fused, *gpu);
+        EXPECT_EQ(counts.count("gemm_epilogue"), 1U) << label;
+        EXPECT_EQ(counts.count("aligned_weights"), 1U) << label;
+        std::map<std::string, tensor> inputs{{"x", random_tensor(type, {2, 64, 256}, 3)}};
+        if (tail == "residual") inputs["r"] = random_tensor(type, {2, 64, 1001}, 4);
+        const auto want = run_graph(g, *cpu, inputs);
+        const auto got = run_graph(fused, *gpu, inputs);
+        for (const auto& [name, w] : want) expect_close(got.at(name), w, label);
+        for (const node& n : fused.nodes) {
+          if (n.op_type != "FusedGemm") continue;
+          EXPECT_EQ(n.get<std::int64_t>("b_columns", 0), 1001);
+          const std::string detail = gpu->node_detail(n);
+          EXPECT_NE(detail.find("padded from 1001 to"), std::string::npos) << detail;
+        }
+      }
+    }
+  }
+}
+
+TEST(cuda_gemm, nothing_is_timed_while_the_stream_is_captured) {
+  REQUIRE_GPU();
+  // A signature no other test uses; its blocks made first by an untimed
+  // backend, so the captured run's allocations come from the device
+  // layer's cache (a capture may not allocate device memory).
+  const product_case c{
+      "captured", "Gemm", {{96, 128}, {333, 128}}, {96, 333}, {{"transB", std::int64_t{1}}}};
+  const graph g = one_node(c, dtype::float16);
+  const auto inputs = case_inputs(c, dtype::float16);
+  const auto cpu = make_backend("cpu");
+  const tensor want = run_graph(g, *cpu, inputs).at("y");
+  {
+    const auto warm = cuda_backend_with(false, false);
+    static_cast<void>(run_graph(g, *warm, inputs));
+  }
+  const auto gpu = cuda_backend_with(true, false);
+  std::vector<tensor> device_inputs;
+  for (const auto& v : g.inputs) device_inputs.push_back(gpu->copy_in(inputs.at(v.name)));
+  std::vector<const tensor*> in;
+  for (const auto& t : device_inputs) in.push_back(&t);
+  gpu->prepare_recording();
+  std::vector<tensor> out(1);
+  gpu->begin_recording();
+  try {
+    gpu->run(g.nodes[0], in, out);
+  } catch (...) {
+    gpu->abandon_recording();
+    throw;
+  }
+  const auto work = gpu->end_recording();
+  EXPECT_NE(gpu->node_detail(g.nodes[0]).find("not timed: the stream was being captured"),
+            std::string::npos)
+      << gpu->node_detail(g.nodes[0]);
+  work->launch();
+  gpu->synchronize();
+  expect_close(gpu->copy_out(out[0]), want, "captured");
+  // The next uncaptured run times the signature.
+  std::vector<tensor> eager(1);
+  gpu->run(g.nodes[0], in, eager);
+  const std::string detail = gpu->node_detail(g.nodes[0]);
+  EXPECT_EQ(detail.find("not timed"), std::string::npos) << detail;
+  expect_close(gpu->copy_out(eager[0]), want, "after the capture");
+  gpu->end_run();
+}
+
+TEST(cuda_gemm, the_environment_turns_tuning_off) {
+  REQUIRE_GPU();
+  const auto gpu = make_cuda_backend(0);
+  auto& cuda = dynamic_cast<cuda::cuda_backend&>(*gpu);
+  EXPECT_TRUE(cuda.product_tuning());
+  ::setenv("COOLBENCH_GEMM_AUTOTUNE", "0", 1);
+  EXPECT_FALSE(cuda.product_tuning());
+  ::setenv("COOLBENCH_GEMM_AUTOTUNE", "1", 1);
+  EXPECT_TRUE(cuda.product_tuning());
+  ::unsetenv("COOLBENCH_GEMM_AUTOTUNE");
+  cuda.set_product_tuning(false);
+  EXPECT_FALSE(cuda.product_tuning());
+}
+
+graph odd_vocabulary_gpt2(dtype type) {
+  gpt2_config config;
+  config.layers = 2;
+  config.hidden = 64;
+  config.heads = 4;
+  config.vocab = 1001;  // rows of 1001 halves: the logits are padded
+  config.positions = 64;
+  config.sequence = 16;
+  config.element_type = type;
+  return parse_onnx(make_gpt2_model(config), ".", "gpt2.onnx");
+}
+
+void set_tokens(session& s) {
+  tensor ids(dtype::int64, {1, 16});
+  for (std::int64_t i = 0; i < 16; ++i) ids.data<std::int64_t>()[i] = (i * 37) % 1001;
+  s.set_input(s.inputs().at(0).name, ids);
+}
+
+bool same_bytes(const tensor& a, const tensor& b) {
+  return a.type() == b.type() && a.shape() == b.shape() &&
+         std::memcmp(a.raw().data(), b.raw().data(), a.bytes()) == 0;
+}
+
+TEST(cuda_gemm, gpt2_graph_sessions_run_timed_and_release) {
+  REQUIRE_GPU();
+  for (const dtype type : {dtype::float32, dtype::float16}) {
+    SCOPED_TRACE(std::string(to_string(type)));
+    session_options untimed_options;
+    untimed_options.gemm_autotune = false;
+    session timed(odd_vocabulary_gpt2(type), "cuda:0");
+    session untimed(odd_vocabulary_gpt2(type), untimed_options, "cuda:0");
+    for (session* s : {&timed, &untimed}) {
+      set_tokens(*s);
+      for (int i = 0; i < 3; ++i) s->run();  // record, capture, replay
+      EXPECT_EQ(s->execution().mode, execution_mode::graph) << s->execution().reason;
+    }
+    const tensor first = timed.output(0);
+    expect_close(first, untimed.output(0), "timed vs heuristic session");
+    if (type == dtype::float32) {
+      session cpu(odd_vocabulary_gpt2(type));
+      set_tokens(cpu);
+      cpu.run();
+      const tensor& want = cpu.output(0);
+      for (std::size_t i = 0; i < static_cast<std::size_t>(want.size()); ++i) {
+        ASSERT_NEAR(get(first, i), get(want, i), 1e-3) << i;
+      }
+    }
+    // What each product chose, as coolbench nodes shows it.
+    bool lm_head_padded = false;
+    for (const auto& t : timed.node_times(2)) {
+      if (t.op_type == "Gemm" || t.op_type == "FusedGemm" || t.op_type == "MatMul") {
+        EXPECT_NE(t.detail.find("cuBLASLt algo"), std::string::npos) << t.name;
+        std::printf("RECORD %s %s: %s\n", t.name.c_str(), t.op_type.c_str(), t.detail.c_str());
+      }
+      lm_head_padded = lm_head_padded || t.detail.find("padded from 1001") != std::string::npos;
+    }
+    // 1001 columns are 4004 or 2002 bytes a row; wte's rows (the transposed
+    // B) are 64 wide: the logits are computed padded in both dtypes.
+    EXPECT_TRUE(lm_head_padded);
+    // A device release drops the descriptors; the choices stay, so the same bytes.
+    const auto report = device::device::get(0).release();
+    EXPECT_TRUE(report.released) << report.note;
+    timed.run();
+    EXPECT_TRUE(same_bytes(timed.output(0), first));
+    timed.release();
+    set_tokens(timed);
+    timed.run();
+    EXPECT_TRUE(same_bytes(timed.output(0), first));
+    EXPECT_EQ(timed.execution().mode, execution_mode::graph) << timed.execution().reason;
+  }
+}
+
+}  // namespace
+}  // namespace coolbench::engine
