@@ -23,6 +23,7 @@
 #include "engine/backends/cuda/backend.hpp"
 #include "engine/backends/registry.hpp"
 #include "engine/fusion/fusion.hpp"
+#include "engine/gpu_present.hpp"
 
 namespace coolbench::engine {
 namespace {
@@ -30,16 +31,7 @@ namespace {
 using namespace attention_test;  // NOLINT(google-build-using-namespace)
 using values = std::map<std::string, tensor>;
 
-int gpu_count() {
-  try {
-    return device::device::count();
-  } catch (const error&) {
-    return 0;
-  }
-}
-
-#define REQUIRE_GPU() \
-  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA attention kernels cannot run"
+using testing_gpu::gpu_count;
 
 class release_at_exit : public testing::Environment {
  public:
@@ -165,7 +157,7 @@ void check_kernel(const attention_spec& s, backend& cpu, cuda::cuda_backend& gpu
 }
 
 TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
   const auto cpu = make_backend("cpu");
   const auto gpu_backend = make_backend("cuda:0");
   auto& gpu = dynamic_cast<cuda::cuda_backend&>(*gpu_backend);
@@ -213,7 +205,7 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
 }
 
 TEST(cuda_attention, many_batches_and_heads) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
   const auto cpu = make_backend("cpu");
   const auto gpu_backend = make_backend("cuda:0");
   auto& gpu = dynamic_cast<cuda::cuda_backend&>(*gpu_backend);
@@ -232,7 +224,7 @@ TEST(cuda_attention, many_batches_and_heads) {
 // and rows that are not (36: heads at 72-byte steps, one element a load),
 // an odd head count, every kernel.
 TEST(cuda_attention, views_of_a_qkv_projection_match_the_cpu) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
   const auto cpu = make_backend("cpu");
   const auto gpu_backend = make_backend("cuda:0");
   auto& gpu = dynamic_cast<cuda::cuda_backend&>(*gpu_backend);
@@ -306,7 +298,7 @@ void expect_model_parity(const graph& original, const symbol_bindings& bound,
 }
 
 TEST(cuda_attention, fused_models_match_the_cpu) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
   const symbol_bindings text{{"batch", 2}, {"sequence", 16}};
   const std::vector<std::pair<const char*, symbol_bindings>> cases = {
       {"test_gpt2_torchscript_op18_nopast", text},

@@ -21,19 +21,14 @@
 #include "engine/backends/cuda/fused_kernels.hpp"
 #include "engine/backends/registry.hpp"
 #include "engine/fusion_cases.hpp"
+#include "engine/gpu_present.hpp"
 
 namespace coolbench::engine {
 namespace {
 
 using namespace fusion_cases;  // NOLINT(google-build-using-namespace): the cases' vocabulary
 
-int gpu_count() {
-  try {
-    return device::device::count();
-  } catch (const error&) {
-    return 0;
-  }
-}
+using testing_gpu::gpu_count;
 
 std::unique_ptr<backend> poisoned_cuda() {
   auto b = make_cuda_backend(0);
@@ -198,7 +193,7 @@ void check_layer_norm(const graph& g, const std::string& label) {
 }
 
 TEST(cuda_fusion, gemm_epilogues_match_the_cpu) {
-  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run";
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   const std::vector<std::pair<shape_t, std::int64_t>> shapes = {
       {{1, 8}, 16}, {{2, 3, 40}, 36}, {{2, 5, 33}, 7}, {{2, 128, 768}, 768}};
   for (const dtype type : k_floats) {
@@ -218,7 +213,7 @@ TEST(cuda_fusion, gemm_epilogues_match_the_cpu) {
 }
 
 TEST(cuda_fusion, layer_norms_match_the_cpu) {
-  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run";
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   // One row; a width no multiple of 8 (scalar loads); GPT-2's; 772 (float16
   // and bfloat16 one element a load, float32 4); the warp kernel's widest
   // row (2048); rows wider than the shared-memory cache (11264); many rows.
@@ -304,7 +299,7 @@ void check_layer_norm_kernel(dtype type, std::int64_t rows, std::int64_t n, std:
 }
 
 TEST(cuda_fusion, layer_norm_kernel_on_any_alignment_and_width) {
-  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run";
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   // Widths: below a warp's loads, one register a lane, GPT-2's, no multiple
   // of 8 (float16 loads one element; float32 still 4), the warp kernel's
   // widest (2048), the block kernel's (2056, 3000); rows: one, and 5 (a
@@ -319,7 +314,7 @@ TEST(cuda_fusion, layer_norm_kernel_on_any_alignment_and_width) {
 }
 
 TEST(cuda_fusion, elementwise_programs_match_the_cpu) {
-  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run";
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   for (const dtype type : k_floats) {
     // c and the mask along the last dim (a row broadcast: two dims after
     // merging, 32-bit index math).
@@ -343,7 +338,7 @@ TEST(cuda_fusion, elementwise_programs_match_the_cpu) {
 }
 
 TEST(cuda_fusion, exported_models_match_the_cpu_fused) {
-  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run";
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   for (const auto& c : model_cases()) {
     SCOPED_TRACE(c.folder);
     const graph g = load_onnx(model_path(c));

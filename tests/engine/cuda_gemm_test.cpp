@@ -22,22 +22,14 @@
 #include "engine/backends/cuda/backend.hpp"
 #include "engine/backends/registry.hpp"
 #include "engine/fusion_cases.hpp"
+#include "engine/gpu_present.hpp"
 
 namespace coolbench::engine {
 namespace {
 
 using namespace fusion_cases;  // NOLINT(google-build-using-namespace): the cases' vocabulary
 
-int gpu_count() {
-  try {
-    return device::device::count();
-  } catch (const error&) {
-    return 0;
-  }
-}
-
-#define REQUIRE_GPU() \
-  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run"
+using testing_gpu::gpu_count;
 
 std::unique_ptr<backend> cuda_backend_with(bool tuning, bool poison = true) {
   auto b = make_cuda_backend(0);
@@ -128,7 +120,7 @@ std::vector<product_case> product_cases() {
 }
 
 TEST(cuda_gemm, odd_products_match_the_cpu_timed_and_untimed) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   const auto cpu = make_backend("cpu");
   for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
     for (const auto& c : product_cases()) {
@@ -158,7 +150,7 @@ TEST(cuda_gemm, odd_products_match_the_cpu_timed_and_untimed) {
 }
 
 TEST(cuda_gemm, fused_epilogues_over_a_padded_weight_match_the_cpu) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   const auto cpu = make_backend("cpu");
   for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
     for (const std::string tail : {"none", "relu", "gelu_new", "gelu", "residual"}) {
@@ -189,7 +181,7 @@ TEST(cuda_gemm, fused_epilogues_over_a_padded_weight_match_the_cpu) {
 }
 
 TEST(cuda_gemm, nothing_is_timed_while_the_stream_is_captured) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   // A signature no other test uses; its blocks made first by an untimed
   // backend, so the captured run's allocations come from the device
   // layer's cache (a capture may not allocate device memory).
@@ -234,7 +226,7 @@ TEST(cuda_gemm, nothing_is_timed_while_the_stream_is_captured) {
 }
 
 TEST(cuda_gemm, the_environment_turns_tuning_off) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   const auto gpu = make_cuda_backend(0);
   auto& cuda = dynamic_cast<cuda::cuda_backend&>(*gpu);
   EXPECT_TRUE(cuda.product_tuning());
@@ -271,7 +263,7 @@ bool same_bytes(const tensor& a, const tensor& b) {
 }
 
 TEST(cuda_gemm, gpt2_graph_sessions_run_timed_and_release) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   for (const dtype type : {dtype::float32, dtype::float16}) {
     SCOPED_TRACE(std::string(to_string(type)));
     session_options untimed_options;

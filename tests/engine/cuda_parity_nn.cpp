@@ -9,6 +9,7 @@
 #include "coolbench/device.hpp"
 #include "engine/backends/cuda/backend.hpp"
 #include "engine/cuda_parity_cases.hpp"
+#include "engine/gpu_present.hpp"
 
 namespace coolbench::engine::parity {
 namespace {
@@ -132,14 +133,6 @@ void add_nn(suite& s) {
 
 namespace {
 
-int gpus() {
-  try {
-    return device::device::count();
-  } catch (const error&) {
-    return 0;
-  }
-}
-
 // Runs `n` on the GPU with host inputs; the error surfaces when the output is
 // copied out (synchronize), naming the node.
 void expect_device_error(cuda::cuda_backend& gpu, const node& n, const std::vector<tensor>& host,
@@ -168,7 +161,7 @@ tensor int64s(shape_t shape, const std::vector<std::int64_t>& values) {
 }
 
 TEST(cuda_device_checks, an_index_out_of_range_is_an_error_after_the_run) {
-  if (gpus() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run";
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   cuda::cuda_backend gpu(0);
   const tensor data(dtype::float32, {3, 4});
   expect_device_error(gpu, make_node("GatherElements", 2, 1), {data, int64s({1, 2}, {0, 3})},

@@ -20,6 +20,7 @@
 #include "engine/backends/cuda/backend.hpp"
 #include "engine/backends/registry.hpp"
 #include "engine/cuda_parity_cases.hpp"
+#include "engine/gpu_present.hpp"
 
 namespace coolbench::engine {
 namespace {
@@ -289,13 +290,7 @@ void add_matmul(suite& s) {
         {{f, {3, 64}}, {f, {100, 64}}}, k_floats);
 }
 
-int gpu_count() {
-  try {
-    return device::device::count();
-  } catch (const error&) {
-    return 0;
-  }
-}
+using testing_gpu::gpu_count;
 
 // Hands the GPU back at the end, so compute-sanitizer's leak check sees
 // every block freed (the caching allocator keeps them until a release).
@@ -312,7 +307,7 @@ class release_at_exit : public testing::Environment {
 const auto* const k_release = testing::AddGlobalTestEnvironment(new release_at_exit);
 
 TEST(cuda_parity, every_operator_and_dtype_matches_the_cpu) {
-  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run";
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   suite s;
   add_elementwise(s);
   add_data(s);

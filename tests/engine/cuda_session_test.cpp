@@ -14,20 +14,12 @@
 #include "coolbench/engine/session.hpp"
 #include "coolbench/measure/workload.hpp"
 #include "engine/backends/registry.hpp"
+#include "engine/gpu_present.hpp"
 
 namespace coolbench::engine {
 namespace {
 
-int gpu_count() {
-  try {
-    return device::device::count();
-  } catch (const error&) {
-    return 0;
-  }
-}
-
-#define REQUIRE_GPU() \
-  if (gpu_count() == 0) GTEST_SKIP() << "no GPU here: the CUDA backend cannot run"
+using testing_gpu::gpu_count;
 
 graph small_gpt2(dtype type) {
   gpt2_config config;
@@ -78,7 +70,7 @@ class release_at_exit : public testing::Environment {
 const auto* const k_release = testing::AddGlobalTestEnvironment(new release_at_exit);
 
 TEST(cuda_session, gpt2_matches_the_cpu_and_survives_a_device_release) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   session cpu(small_gpt2(dtype::float32));
   session gpu(small_gpt2(dtype::float32), "cuda:0");
   EXPECT_EQ(gpu.backend_name(), "cuda:0");
@@ -119,7 +111,7 @@ session_options graph_options(bool cuda_graph, bool memory_plan) {
 // graph over the arena, node by node over the arena, and node by node from
 // the caching allocator (today's path before the plan).
 TEST(cuda_session, graph_arena_and_eager_runs_give_identical_outputs) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   for (const dtype type : {dtype::float32, dtype::float16}) {
     SCOPED_TRACE(std::string(to_string(type)));
     session graph_run(small_gpt2(type), graph_options(true, true), "cuda:0");
@@ -150,7 +142,7 @@ TEST(cuda_session, graph_arena_and_eager_runs_give_identical_outputs) {
 }
 
 TEST(cuda_session, graph_runs_allocate_nothing_and_survive_releases) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   session s(small_gpt2(dtype::float16), "cuda:0");
   auto& gpu = device::device::get(0);
   set_inputs(s, 1, 16);
@@ -196,7 +188,7 @@ TEST(cuda_session, graph_runs_allocate_nothing_and_survive_releases) {
 // Node timing on the GPU: events between the nodes of an eager run over the
 // arena; the graph survives it, and both give the same bytes.
 TEST(cuda_session, node_times_run_beside_the_graph) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   session s(small_gpt2(dtype::float16), "cuda:0");
   set_inputs(s, 1, 16);
   s.run();
@@ -222,7 +214,7 @@ TEST(cuda_session, node_times_run_beside_the_graph) {
 // The device error flag is still read after a graph launch: an index out of
 // range in a captured Gather says so, and the next valid run is fine.
 TEST(cuda_session, a_graph_run_still_reports_an_index_out_of_range) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   graph g;
   g.opset = 17;
   g.inputs.push_back({"ids", dtype::int64, {{4, ""}}, true});
@@ -260,7 +252,7 @@ TEST(cuda_session, a_graph_run_still_reports_an_index_out_of_range) {
 
 // The model workload's figure is CUDA-event time around one launch.
 TEST(cuda_session, a_session_workload_is_timed_with_events) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   for (const bool cuda_graph : {true, false}) {
     auto s = std::make_shared<session>(small_gpt2(dtype::float16), graph_options(cuda_graph, true),
                                        "cuda:0");
@@ -282,7 +274,7 @@ TEST(cuda_session, a_session_workload_is_timed_with_events) {
 }
 
 TEST(cuda_session, unsupported_operator_or_dtype_is_one_line_at_creation) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   graph g;
   g.opset = 17;
   g.inputs.push_back({"x", dtype::int32, {{4, ""}}, true});
@@ -315,7 +307,7 @@ TEST(cuda_session, unsupported_operator_or_dtype_is_one_line_at_creation) {
 }
 
 TEST(cuda_session, out_of_memory_is_an_error_and_leaks_nothing) {
-  REQUIRE_GPU();
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
   auto gpu = make_backend("cuda:0");
   auto& dev = device::device::get(0);
   const auto before = dev.status();
