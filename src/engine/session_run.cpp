@@ -319,7 +319,7 @@ std::vector<node_time> session::node_times(std::size_t runs) {
       complete();
       if (run == 0) continue;
       for (std::size_t i = 0; i < times.size() && i < intervals.size(); ++i) {
-        times[i].mean_ms += intervals[i] / static_cast<double>(runs);
+        times[i].mean_ms += intervals[i];  // the sum until the end; divided once below
         times[i].min_ms = run == 1 ? intervals[i] : std::min(times[i].min_ms, intervals[i]);
       }
     }
@@ -329,6 +329,9 @@ std::vector<node_time> session::node_times(std::size_t runs) {
     throw;
   }
   for (std::size_t i = 0; i < times.size(); ++i) {
+    // Rounding can put sum / runs an ulp below the least of equal intervals; a mean is never
+    // below the minimum, so it is held there.
+    times[i].mean_ms = std::max(times[i].min_ms, times[i].mean_ms / static_cast<double>(runs));
     times[i].detail = m_backend->node_detail(p.g.nodes[i]);
   }
   m_backend->end_run();
