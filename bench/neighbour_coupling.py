@@ -20,6 +20,7 @@ import argparse
 import csv
 import json
 import pathlib
+import shlex
 import signal
 import statistics
 import subprocess
@@ -43,27 +44,33 @@ def stop(process):
 
 def one_run(a, exe, out, name, heated):
     """One measurement of J, with K heated or idle; returns the paths it wrote."""
-    log = open(out / f"{name}.log", "w")
-    monitors = [start([exe, "monitor", "--device", str(d), "--period", "200", "--csv",
-                       str(out / f"{name}.gpu{d}.csv")], log) for d in (a.measured, a.heated)]
-    heater = None
-    if not heated:  # K idle and cool again after a heated run (J's own gate waits for J)
-        subprocess.run([exe, "wait-cool", "--below", str(a.cool_below), "--device", str(a.heated),
-                        "--timeout", "600"], stdout=log, stderr=subprocess.STDOUT)
-    else:
-        heater = start([exe, "heat", "--device", str(a.heated), "--seconds", "0",
-                        "--workload", a.heat_workload], log)
-        time.sleep(a.preheat)
-    run = [exe, "run", "--workload", a.workload, "--device", str(a.measured), "--quiet",
-           "--max-time", str(a.max_time), "--json", str(out / f"{name}.json")] + a.run_args.split()
-    started = time.time()
-    done = subprocess.run(run, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    ended = time.time()
+    # The heater runs until stopped: however this run ends (the run failing to start, Ctrl-C,
+    # SIGTERM from a time limit), it and the monitors are stopped before this returns.
+    background = []
+    with open(out / f"{name}.log", "w") as log:
+        try:
+            for d in (a.measured, a.heated):
+                background.append(start([exe, "monitor", "--device", str(d), "--period", "200",
+                                         "--csv", str(out / f"{name}.gpu{d}.csv")], log))
+            if not heated:  # K idle and cool again after a heated run (J's gate waits for J)
+                subprocess.run([exe, "wait-cool", "--below", str(a.cool_below), "--device",
+                                str(a.heated), "--timeout", "600"],
+                               stdout=log, stderr=subprocess.STDOUT)
+            else:
+                background.insert(0, start([exe, "heat", "--device", str(a.heated), "--seconds",
+                                            "0", "--workload", a.heat_workload], log))
+                time.sleep(a.preheat)
+            run = [exe, "run", "--workload", a.workload, "--device", str(a.measured), "--quiet",
+                   "--max-time", str(a.max_time), "--json", str(out / f"{name}.json")]
+            run += shlex.split(a.run_args)
+            started = time.time()
+            done = subprocess.run(run, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True)
+            ended = time.time()
+        finally:
+            for process in background:  # the heater first
+                stop(process)
     (out / f"{name}.txt").write_text(done.stdout)
-    if heater is not None:
-        stop(heater)
-    for m in monitors:
-        stop(m)
     (out / f"{name}.window").write_text(json.dumps({"from": started, "to": ended,
                                                     "exit": done.returncode}))
     print(f"{name}: exit {done.returncode}", flush=True)
@@ -161,7 +168,8 @@ def main():
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--cool-below", type=float, default=45, help="K's temperature before a baseline")
     p.add_argument("--max-time", type=float, default=60)
-    p.add_argument("--run-args", default="", help="more coolbench run options, one string")
+    p.add_argument("--run-args", default="",
+                   help="more coolbench run options, one string split as a shell would")
     p.add_argument("--out", type=pathlib.Path)
     p.add_argument("--from", dest="from_dir", type=pathlib.Path, help="tabulate a finished DIR")
     a = p.parse_args()
@@ -173,6 +181,8 @@ def main():
         return 0
     if a.out is None or a.measured == a.heated:
         p.error("give --out DIR, and two different GPUs for --measured and --heated")
+    # A time limit's SIGTERM unwinds like Ctrl-C, so the heater on K is stopped (one_run).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "args.json").write_text(json.dumps(vars(a), default=str))
     for i in range(1, a.repeats + 1):
