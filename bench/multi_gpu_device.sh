@@ -32,8 +32,12 @@ cmake --build build -j 16 --target coolbench >>"$out/build.log" 2>&1 ||
   { grep -E "error|FAILED" -A5 "$out/build.log" | head -40 | tee -a "$log"; exit 1; }
 echo "built in $(($(date +%s) - start)) s" | tee -a "$log"
 cb=./build/bin/coolbench
-gpus=$(nvidia-smi -L | wc -l)
 "$cb" info --device all --json >"$out/info.json" 2>>"$log"
+# The GPUs CUDA sees, as --device all counts them: nvidia-smi -L ignores CUDA_VISIBLE_DEVICES
+# and lists MIG instances as lines of their own.
+gpus=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["gpus"]))' \
+  "$out/info.json" 2>>"$log") || gpus=0
+echo "CUDA sees $gpus GPU(s)" | tee -a "$log"
 "$cb" info --device all 2>&1 | tee -a "$log" | grep -iE "topology|nvlink|pcie|GPU [0-9]" | head -20
 
 run() {  # NAME ARGS...: one coolbench run, its summary in the log, its exit code noted
