@@ -168,6 +168,11 @@ int device::ordinal() const noexcept { return m_state->ordinal; }
 
 lease device::acquire() { return lease(m_state); }
 
+void device::make_current() {
+  std::lock_guard lock(m_state->mutex);
+  m_state->enter();
+}
+
 void device::empty_cache() {
   std::lock_guard lock(m_state->mutex);
   // Inside a lease window the window's closing reading counts the drop;

@@ -102,6 +102,9 @@ measure::device_job_factory job_factory(const devices_arguments& a, std::map<int
                                         bool is_callable, measure::context_release release,
                                         const std::function<bool()>& stop) {
   return [&a, &calls, is_callable, release, stop](int ordinal) {
+    // Before any user code: this worker's GPU current, else the factory's framework works on
+    // GPU 0 (a fresh thread's default) and makes a context there.
+    device::device::get(ordinal).make_current();
     measure::device_job job;
     if (!is_callable) {
       std::string name;

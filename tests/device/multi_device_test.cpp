@@ -150,5 +150,23 @@ TEST(multi_device, a_lease_makes_its_gpu_current_in_its_thread) {
   (void)device::get(2).release();
 }
 
+// A worker thread that has taken no lease works on GPU 0 (CUDA's default): make_current gives
+// it its own GPU, with the context made as a lease makes it, and no lease left behind.
+TEST(multi_device, make_current_gives_a_fresh_thread_its_gpu_without_a_lease) {
+  auto& api = fake();
+  (void)device::get(1).release();
+  std::thread worker([] {
+    EXPECT_EQ(fake_gpu_api::current_device(), -1);
+    device::get(1).make_current();
+    EXPECT_EQ(fake_gpu_api::current_device(), 1);
+  });
+  worker.join();
+  const auto s = device::get(1).status();
+  EXPECT_TRUE(s.context_active);
+  EXPECT_EQ(s.leases, 0U);
+  EXPECT_TRUE(api.context_active(1));
+  EXPECT_TRUE(device::get(1).release().released);
+}
+
 }  // namespace
 }  // namespace coolbench::device

@@ -4,6 +4,7 @@ On the CPU: what devices= takes and refuses, and that without a GPU it says so. 
 (marker gpu): a named workload and a callable made per GPU, on every GPU the machine has (one
 GPU gives a MultiResult of one, without a spread), each GPU handed back at the end.
 """
+import ctypes
 import json
 
 import pytest
@@ -89,6 +90,33 @@ def test_a_callable_is_made_once_per_gpu_on_its_gpu():
     r = coolbench.measure(make, devices=[0], hold=False, **QUICK)
     assert made == [0]
     assert r[0].complete, r[0].error
+
+
+@pytest.mark.gpu
+def test_the_factory_and_its_callable_run_with_their_gpu_current():
+    # The driver's current context in the calling thread: (0, its device), or an error code
+    # (201, CUDA_ERROR_INVALID_CONTEXT) in a thread where none is current.
+    cuda = ctypes.CDLL("libcuda.so.1")
+
+    def current():
+        device = ctypes.c_int(-1)
+        return cuda.cuCtxGetDevice(ctypes.byref(device)), device.value
+
+    seen = {}
+
+    def make(device):
+        seen[("factory", device)] = current()
+
+        def run():
+            seen[("callable", device)] = current()
+
+        return run
+
+    ordinals = list(range(coolbench.gpu_count()))
+    coolbench.measure(make, devices=ordinals, hold=False, **QUICK)
+    for ordinal in ordinals:
+        assert seen[("factory", ordinal)] == (0, ordinal)
+        assert seen[("callable", ordinal)] == (0, ordinal)
 
 
 @pytest.mark.gpu

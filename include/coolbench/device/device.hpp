@@ -218,6 +218,12 @@ class device {
 
   [[nodiscard]] int ordinal() const noexcept;
   [[nodiscard]] lease acquire();
+  /// Makes this GPU the calling thread's current CUDA device, its primary context made (by
+  /// this library, as a lease makes it) when none exists; no lease is taken. A worker thread
+  /// of one GPU calls it before code that uses the current device rather than a lease (a
+  /// framework's default device, CuPy, the runtime's default stream): a thread that never
+  /// set one works on GPU 0 and would make a context there.
+  void make_current();
   /// Waits for in-flight work, destroys every registered resource, frees all
   /// memory and resets the primary context. Refuses (release_refused,
   /// nothing changed) while another thread holds a lease, or while memory

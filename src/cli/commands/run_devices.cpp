@@ -13,6 +13,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "cli/interrupt.hpp"
+#include "coolbench/device/device.hpp"
 #include "coolbench/measure/multi.hpp"
 #include "coolbench/measure/protocol.hpp"
 #include "coolbench/measure/workload.hpp"
@@ -76,6 +77,9 @@ int run_devices(const devices_run& r, const measure::protocol_options& protocol)
     std::fflush(stdout);
   };
   const measure::device_job_factory make_job = [&](int ordinal) {
+    // The worker's GPU current before anything of the workload runs: a CUDA call made before
+    // its first lease would otherwise go to GPU 0 (a fresh thread's default).
+    device::device::get(ordinal).make_current();
     measure::device_job job;
     job.w = workload_on(r, ordinal);
     job.env = measure::make_gpu_environment(ordinal, std::chrono::milliseconds(r.telemetry_ms),
