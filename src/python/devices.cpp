@@ -98,7 +98,7 @@ struct gpu_calls {
   std::string made;  ///< the callable's name
 };
 
-measure::device_job_factory job_factory(const devices_arguments& a, std::map<int, gpu_calls>& calls,
+measure::device_job_factory job_factory(const measure_arguments& a, std::map<int, gpu_calls>& calls,
                                         bool is_callable, measure::context_release release,
                                         const std::function<bool()>& stop) {
   return [&a, &calls, is_callable, release, stop](int ordinal) {
@@ -188,7 +188,13 @@ measure::multi_result run_watched(const std::vector<int>& ordinals,
 
 }  // namespace
 
-py::object measure_on_devices(const devices_arguments& a) {
+py::object measure_on_devices(const measure_arguments& a) {
+  if (!a.feeds.is_none() || !a.setup.is_none() || !a.teardown.is_none() || a.device ||
+      a.stream != 0) {
+    throw invalid_argument(
+        "devices= goes without device=, stream=, setup=, teardown= and feeds: each GPU's "
+        "callable comes from workload(device) (docs/python.md, \"Several GPUs\")");
+  }
   const bool is_callable = PyCallable_Check(a.workload.ptr()) != 0;
   if (!is_callable && !py::isinstance<py::str>(a.workload)) {
     throw invalid_argument(
@@ -198,14 +204,7 @@ py::object measure_on_devices(const devices_arguments& a) {
   const auto release =
       measure::parse_context_release(a.release.value_or(is_callable ? "keep" : "reset"));
   const bool resets = release == measure::context_release::reset;
-  for (const auto& [name, value] : a.protocol) {
-    if (name == "isolation" && std::get<std::string>(value) == "process") {
-      throw invalid_argument("isolation='process' needs a process per workload; use 'touch'");
-    }
-    if (name == "contexts" && std::get<std::int64_t>(value) > 1 && !resets) {
-      throw invalid_argument("contexts above 1 needs release='reset'");
-    }
-  }
+  check_common(a, resets);
   const measure::protocol_options o = measure::options_from(a.protocol, resets);
   const std::vector<int> ordinals = resolve(a.devices);
 

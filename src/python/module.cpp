@@ -52,25 +52,6 @@ py::object new_exception(py::module_& m, const char* name, const char* doc, py::
   return object;
 }
 
-struct measure_arguments {
-  py::object workload;
-  py::object feeds;  ///< with a Session
-  py::object setup;
-  py::object teardown;
-  std::optional<int> device;
-  std::uintptr_t stream = 0;
-  std::optional<bool> hold;
-  std::optional<std::string> release;
-  std::optional<std::string> name;
-  std::optional<double> flops;
-  std::map<std::string, std::int64_t> dims;
-  /// The protocol's options given (table names, measure/options.hpp), None ones left out.
-  std::vector<std::pair<std::string, measure::option_value>> protocol;
-  int telemetry_period_ms = 20;
-  py::object progress;
-  bool check = true;
-};
-
 result run_measure(const measure_arguments& a) {
 #ifdef COOLBENCH_PYTHON_HAVE_ENGINE
   const bool is_model_session = is_session(a.workload);
@@ -86,27 +67,13 @@ result run_measure(const measure_arguments& a) {
         "measure() takes a callable (one inference) or a workload name: "
         "'gemm:DTYPE:M:N:K[:COUNT]', 'gemm:fp16:gpt2-small' or the path of an .onnx model");
   }
-  if (a.telemetry_period_ms < 1 || a.telemetry_period_ms > 1000) {
-    throw invalid_argument("telemetry_period_ms must be in 1..1000");
-  }
   // A callable's framework (PyTorch, CuPy) holds the context: keep it unless
   // told the callable survives a reset. coolbench's own workloads reset.
   const measure::context_release release =
       measure::parse_context_release(a.release.value_or(is_callable ? "keep" : "reset"));
 
   const bool resets = release == measure::context_release::reset;
-  for (const auto& [name, value] : a.protocol) {
-    if (name == "isolation" && std::get<std::string>(value) == "process") {
-      throw invalid_argument(
-          "isolation='process' needs each workload in a process of its own, which a call in "
-          "this interpreter cannot give; use isolation='touch' (the default) or 'release'");
-    }
-    if (name == "contexts" && std::get<std::int64_t>(value) > 1 && !resets) {
-      throw invalid_argument(
-          "contexts above 1 needs release='reset' (a new CUDA context for each): with "
-          "release='keep' the run stays in one context");
-    }
-  }
+  check_common(a, resets);
   const measure::protocol_options o = measure::options_from(a.protocol, resets);
 
   python_calls calls;
@@ -351,26 +318,6 @@ void bind_measure(py::module_& m) {
          std::optional<double> flops, std::map<std::string, std::int64_t> dims,
          int telemetry_period_ms, py::object progress, bool check, py::object devices,
          const py::kwargs& options) -> py::object {
-        if (!devices.is_none()) {
-          if (!feeds.is_none() || !setup.is_none() || !teardown.is_none() || device || stream) {
-            throw invalid_argument(
-                "devices= goes without device=, stream=, setup=, teardown= and feeds: each GPU's "
-                "callable comes from workload(device) (docs/python.md, \"Several GPUs\")");
-          }
-          devices_arguments d;
-          d.workload = std::move(workload);
-          d.devices = std::move(devices);
-          d.hold = hold;
-          d.release = std::move(release);
-          d.name = std::move(name);
-          d.flops = flops;
-          d.dims = std::move(dims);
-          d.protocol = protocol_keywords(options);
-          d.telemetry_period_ms = telemetry_period_ms;
-          d.progress = std::move(progress);
-          d.check = check;
-          return measure_on_devices(d);
-        }
         measure_arguments a;
         a.workload = std::move(workload);
         a.feeds = std::move(feeds);
@@ -387,6 +334,8 @@ void bind_measure(py::module_& m) {
         a.telemetry_period_ms = telemetry_period_ms;
         a.progress = std::move(progress);
         a.check = check;
+        a.devices = std::move(devices);
+        if (!a.devices.is_none()) return measure_on_devices(a);
         return py::cast(run_measure(a));
       },
       py::arg("workload"), py::arg("feeds") = py::none(), py::kw_only(),

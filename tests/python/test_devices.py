@@ -23,6 +23,10 @@ QUICK = dict(min_time=0.2, max_time=20.0, rel_ci=0.02, contexts=1)
         (dict(devices="some"), "\"all\" or a list"),
         (dict(devices=["a"]), "\"all\" or a list"),
         (dict(devices=[]), "is empty"),
+        # As for one GPU, refused before any GPU is looked for.
+        (dict(devices=[0, 1], telemetry_period_ms=0), "telemetry_period_ms"),
+        (dict(devices=[0, 1], isolation="process"), "process of its own"),
+        (dict(devices=[0, 1], contexts=3, release="keep"), "needs release='reset'"),
     ],
 )
 def test_devices_refuses_what_does_not_go_with_it(kwargs, words):
