@@ -46,6 +46,9 @@ struct gpu_model {
   /// Telemetry reads the energy counter only at multiples of this (the protocol reads it about
   /// once a second); 0: at every sample.
   std::int64_t energy_read_every_ns = 0;
+  /// Reads on odd ticks of the grid see the energy counter this much after their time stamp
+  /// (an NVML call that waited behind another GPU's); 0: every read sees it at its stamp.
+  std::int64_t energy_late_on_odd_ticks_ns = 0;
   /// Latency factor of each CUDA context, in turn (context k after k device
   /// releases gets entry k mod size): the H200's per-context levels, which
   /// no sensor shows. Empty: 1.
@@ -187,7 +190,8 @@ class gpu {
     g.clock_reasons = telemetry::reading<std::uint64_t>::of(s.reasons);
     g.power_w = telemetry::reading<double>::of(s.power);
     const bool energy_read = m.energy_read_every_ns == 0 || t % m.energy_read_every_ns == 0;
-    g.energy_mj = energy_read ? energy_at(t) : telemetry::reading<std::uint64_t>::skipped();
+    const std::int64_t late = (t / m.period_ns) % 2 != 0 ? m.energy_late_on_odd_ticks_ns : 0;
+    g.energy_mj = energy_read ? energy_at(t + late) : telemetry::reading<std::uint64_t>::skipped();
     g.reason_counters.sw_power_cap_ns =
         telemetry::reading<std::uint64_t>::of(static_cast<std::uint64_t>(s.cap_ns));
     g.reason_counters.sw_thermal_ns = telemetry::reading<std::uint64_t>::of(0);

@@ -1,6 +1,7 @@
 // Energy per run from the GPU's energy counter, read once for the whole run: pooled over every
 // steady span, and per window of several counter periods with a CI over the windows.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -84,14 +85,18 @@ double estimate_period(const std::vector<telemetry::gpu_sample>& readings, energ
 }
 
 /// Why this run contradicts the start-up probe's period, or empty: the readings saw the counter
-/// stand still that long or longer, or saw it move at every reading of a shorter interval.
-std::string contradiction(double period_ms, double longest_still_ms, const energy_figure& e) {
-  char text[200];
-  if (longest_still_ms >= period_ms) {
+/// stand still a telemetry tick or more beyond that period, or saw it move at every reading of a
+/// shorter interval. The tick is the margin: the probe's period is good to a tick over its
+/// steps, and a reading's time stamp to a few ms (its NVML call can wait behind another
+/// GPU's), so a still of exactly the period is what a right probe gives at times.
+std::string contradiction(double period_ms, double longest_still_ms, double tick_ms,
+                          const energy_figure& e) {
+  char text[240];
+  if (longest_still_ms >= period_ms + tick_ms) {
     std::snprintf(text, sizeof text,
-                  "the readings saw the counter stand still for %.1f ms, not less than the "
-                  "start-up probe's %.1f ms",
-                  longest_still_ms, period_ms);
+                  "the readings saw the counter stand still for %.1f ms, a telemetry period "
+                  "(%.0f ms) or more beyond the start-up probe's %.1f ms",
+                  longest_still_ms, tick_ms, period_ms);
     return text;
   }
   if (!e.period_resolved && period_ms > e.reading_interval_ms) {
@@ -108,13 +113,13 @@ std::string contradiction(double period_ms, double longest_still_ms, const energ
 /// times the steps far more finely than readings a second apart); else the readings' own
 /// estimate, with the reason the probe's was not used.
 void choose_period(const std::optional<telemetry::energy_probe_result>& probe,
-                   double longest_still_ms, energy_figure& e) {
+                   double longest_still_ms, double tick_ms, energy_figure& e) {
   if (!probe) return;
   if (!probe->period_ms) {
     e.period_note = "the start-up probe learned no period: " + probe->note;
     return;
   }
-  e.period_note = contradiction(*probe->period_ms, longest_still_ms, e);
+  e.period_note = contradiction(*probe->period_ms, longest_still_ms, tick_ms, e);
   if (!e.period_note.empty()) return;
   e.counter_period_ms = *probe->period_ms;
   e.period_resolved = probe->resolved;
@@ -138,7 +143,9 @@ std::optional<energy_figure> energy_with_uncertainty(run_state& run) {
   if (readings.size() < 2) return std::nullopt;
   energy_figure e;
   const double longest_still_ms = estimate_period(readings, e);
-  choose_period(run.r.energy_probe, longest_still_ms, e);
+  const double tick_ms =
+      std::chrono::duration<double, std::milli>(run.env.telemetry_period()).count();
+  choose_period(run.r.energy_probe, longest_still_ms, tick_ms, e);
   e.window_min_ms = k_energy_window_periods * e.counter_period_ms;
   std::vector<double> per_run;
   window open;
