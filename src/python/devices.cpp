@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "coolbench/device.hpp"
@@ -212,13 +213,19 @@ py::object measure_on_devices(const measure_arguments& a) {
   for (int ordinal : ordinals) calls[ordinal];
   std::atomic<bool> stop{false};
   const std::function<bool()> stopped = [&stop] { return stop.load(); };
+  // What the progress callable raised first (touched with the GIL only): raised again at the
+  // end, as for one GPU, rather than reported as an interruption.
+  std::optional<py::error_already_set> progress_raised;
   measure::device_progress_fn progress;
   if (!a.progress.is_none()) {
-    progress = [&a, &stop](int ordinal, const std::string& line) {
+    progress = [&a, &stop, &progress_raised](int ordinal, const std::string& line) {
       py::gil_scoped_acquire gil;
       try {
         a.progress(fmt::format("GPU {}: {}", ordinal, line));
-      } catch (py::error_already_set&) {
+      } catch (py::error_already_set& e) {
+        if (!progress_raised && !e.matches(PyExc_KeyboardInterrupt)) {
+          progress_raised.emplace(std::move(e));
+        }
         stop = true;  // the progress callable failed: every GPU stops
       }
     };
@@ -226,6 +233,15 @@ py::object measure_on_devices(const measure_arguments& a) {
   const auto make = job_factory(a, calls, is_callable, release, stopped);
   py::object out = py::cast(multi_result_py(run_watched(ordinals, make, o, progress, stop)));
   const auto& raw = out.cast<const multi_result_py&>().raw();
+  if (progress_raised) {
+    py::error_already_set e = std::move(*progress_raised);
+    progress_raised.reset();
+    py::object value = e.value();
+    if (py::hasattr(value, "add_note")) {
+      value.attr("add_note")("coolbench.measure stopped every GPU at this exception of progress=");
+    }
+    throw e;
+  }
   if (stop) {
     py::object e = exceptions().interrupted(
         "coolbench.measure: interrupted; the .result attribute holds what was measured");

@@ -137,3 +137,12 @@ def test_a_failing_gpu_leaves_the_others_and_raises_run_incomplete():
     assert "no model for GPU 0" in r.failures[0]
     for ordinal in ordinals[1:]:
         assert r.results[ordinal].complete
+
+
+@pytest.mark.gpu
+def test_an_exception_of_progress_stops_every_gpu_and_is_raised_again():
+    def progress(line):
+        raise ValueError("progress broke")
+
+    with pytest.raises(ValueError, match="progress broke"):
+        coolbench.measure("gemm:fp16:128:128:128", devices="all", progress=progress, **QUICK)
