@@ -76,6 +76,26 @@ TEST(Protocol, LatencyBoundColdRunConvergesInOneBurst) {
   EXPECT_EQ(r.final_release, "release: simulated");
 }
 
+// The HW counters are read every 200 ms only (the sampler's counters tier; the 20 ms ticks
+// between leave them unread), and the HW power brake engages for 1 ms every second, which only
+// its counter shows: the steps of that counter, one counters read to the next, still mark
+// samples and end bursts.
+TEST(Protocol, AHwPowerBrakeOnlyTheCountersTierSeesIsCaught) {
+  sim::gpu_model m;
+  m.hw_counters_every_ns = 200'000'000;
+  m.hw_brake_every_ns = 1'000'000'000;
+  sim::gpu g(m);
+  protocol_options o = quick_options();
+  o.min_time = 3s;
+  o.rel_ci = 0.5;
+  const run_result r = run_sim(g, o);
+  const auto moved = std::count_if(r.samples.begin(), r.samples.end(), [](const auto& s) {
+    return s.conditions.throttle_counter_moved;
+  });
+  EXPECT_GT(moved, 0);
+  EXPECT_GT(r.bursts, 1);
+}
+
 // A 19.5 us workload on a 32 ns timer (the H200's CUDA events): one tick is
 // 0.16 % of the figure, coarser than a 0.1 % CI, and the run says so.
 TEST(Protocol, ATimerStepNoFinerThanTheCiIsReported) {

@@ -49,6 +49,13 @@ struct gpu_model {
   /// Reads on odd ticks of the grid see the energy counter this much after their time stamp
   /// (an NVML call that waited behind another GPU's); 0: every read sees it at its stamp.
   std::int64_t energy_late_on_odd_ticks_ns = 0;
+  /// The HW thermal and power-brake counters are read only at multiples of this (the
+  /// protocol's counters tier, every 200 ms); the other samples leave them unread. 0: not
+  /// read at all (unsupported).
+  std::int64_t hw_counters_every_ns = 0;
+  /// The HW power brake engages for 1 ms once every this long, which only its time counter
+  /// shows; 0: never.
+  std::int64_t hw_brake_every_ns = 0;
   /// Latency factor of each CUDA context, in turn (context k after k device
   /// releases gets entry k mod size): the H200's per-context levels, which
   /// no sensor shows. Empty: 1.
@@ -195,6 +202,14 @@ class gpu {
     g.reason_counters.sw_power_cap_ns =
         telemetry::reading<std::uint64_t>::of(static_cast<std::uint64_t>(s.cap_ns));
     g.reason_counters.sw_thermal_ns = telemetry::reading<std::uint64_t>::of(0);
+    if (m.hw_counters_every_ns > 0) {
+      using counter = telemetry::reading<std::uint64_t>;
+      const bool read = t % m.hw_counters_every_ns == 0;
+      const std::int64_t brakes = m.hw_brake_every_ns > 0 ? seen / m.hw_brake_every_ns : 0;
+      g.reason_counters.hw_thermal_ns = read ? counter::of(0) : counter::skipped();
+      g.reason_counters.hw_power_brake_ns =
+          read ? counter::of(static_cast<std::uint64_t>(brakes) * 1'000'000) : counter::skipped();
+    }
     return g;
   }
 

@@ -144,6 +144,11 @@ void release_at_the_end(run_state& run);
 // sample.cpp
 [[nodiscard]] bool counters_moved(const telemetry::clock_reason_counters& before,
                                   const telemetry::clock_reason_counters& after);
+/// Keeps in `kept` each counter `now` read: the sampler reads the HW counters on its counters
+/// tier only (every 200 ms), so the ticks between leave them unread and the last read value
+/// is what the next read is compared with.
+void keep_counters(std::optional<telemetry::clock_reason_counters>& kept,
+                   const telemetry::clock_reason_counters& now);
 /// Why these conditions count as throttled under `clock_fraction`, or empty.
 [[nodiscard]] std::string throttle_reason(const run_state& run, const sample_conditions& c,
                                           double clock_fraction);

@@ -27,7 +27,7 @@ sample_conditions join(run_state& run, const timing& t) {
     if (run.sample_counters && counters_moved(*run.sample_counters, s.reason_counters)) {
       c.throttle_counter_moved = true;
     }
-    if (s.reason_counters.sw_power_cap_ns.ok()) run.sample_counters = s.reason_counters;
+    keep_counters(run.sample_counters, s.reason_counters);
   }
   return c;
 }
@@ -55,6 +55,18 @@ bool counters_moved(const telemetry::clock_reason_counters& before,
          moved(before.sw_thermal_ns, after.sw_thermal_ns) ||
          moved(before.hw_thermal_ns, after.hw_thermal_ns) ||
          moved(before.hw_power_brake_ns, after.hw_power_brake_ns);
+}
+
+void keep_counters(std::optional<telemetry::clock_reason_counters>& kept,
+                   const telemetry::clock_reason_counters& now) {
+  if (!kept) kept.emplace();
+  for (auto field : {&telemetry::clock_reason_counters::sw_power_cap_ns,
+                     &telemetry::clock_reason_counters::sync_boost_ns,
+                     &telemetry::clock_reason_counters::sw_thermal_ns,
+                     &telemetry::clock_reason_counters::hw_thermal_ns,
+                     &telemetry::clock_reason_counters::hw_power_brake_ns}) {
+    if ((now.*field).ok()) (*kept).*field = now.*field;
+  }
 }
 
 std::string throttle_reason(const run_state& run, const sample_conditions& c,

@@ -66,7 +66,7 @@ std::string change_in(run_state& run, const telemetry::gpu_sample& t) {
       t.temp_gpu_c.value > run.o.target_temp_c + run.o.burst_temp_margin_c) {
     why = "temperature " + std::to_string(t.temp_gpu_c.value) + " C";
   }
-  if (t.reason_counters.sw_power_cap_ns.ok()) run.burst_counters = t.reason_counters;
+  keep_counters(run.burst_counters, t.reason_counters);
   return why;
 }
 
