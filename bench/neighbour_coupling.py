@@ -97,7 +97,8 @@ def run_stats(doc):
     """J's figure, CI, start temperature, temperature and SM clock over the kept samples."""
     s = doc["summary"]
     contexts = s.get("contexts")
-    figure = contexts["mean_ms"] if contexts else s["latency"]["median_ms"]
+    # A run that kept nothing (its gate timed out, it failed) has no figure: n/a in the tables.
+    figure = contexts["mean_ms"] if contexts else (s.get("latency") or {}).get("median_ms")
     ci = (contexts or {}).get("ci_ms") if contexts else s.get("median_ci_ms")
     kept = [x for x in doc["samples"] if x["kept"] and x["phase"] == "measure"]
     temps = [x["temp_c"] for x in kept if x["temp_c"] is not None]
@@ -131,7 +132,7 @@ def table(a, exe, out):
         rows.append(
             f"| {condition} | {repeat} | {fmt(k_temp, '.0f')} | {fmt(k_power, '.0f')} | "
             f"{fmt(r['start'], '.0f')} | {fmt(r['temp'], '.0f')} | {fmt(r['clock'], '.0f')} | "
-            f"{fmt(r['gating'], '.1f')} | {r['figure']:.5f} | {ci} |"
+            f"{fmt(r['gating'], '.1f')} | {fmt(r['figure'], '.5f')} | {ci} |"
             + ("" if r["complete"] else " incomplete |"))
     print(f"GPU {a.measured} measured ({a.workload}), GPU {a.heated} heated or idle\n")
     print("| condition | repeat | GPU K temp (C) | GPU K power (W) | GPU J start temp (C) | "
@@ -153,7 +154,9 @@ def table(a, exe, out):
                 verdict = json.loads(done.stdout)["comparisons"][0].get("verdict", "n/a")
         dt = None if b["temp"] is None or h["temp"] is None else h["temp"] - b["temp"]
         dc = None if b["clock"] is None or h["clock"] is None else h["clock"] - b["clock"]
-        print(f"| {repeat} | {100 * (h['figure'] / b['figure'] - 1):+.2f}% | {fmt(dt, '+.0f')} | "
+        change = ("n/a" if h["figure"] is None or not b["figure"]
+                  else f"{100 * (h['figure'] / b['figure'] - 1):+.2f}%")
+        print(f"| {repeat} | {change} | {fmt(dt, '+.0f')} | "
               f"{fmt(dc, '+.0f')} | {verdict} |")
 
 

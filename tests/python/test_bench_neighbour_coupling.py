@@ -31,6 +31,11 @@ FAKE = textwrap.dedent(
     if command == "run":
         with open(state / "run-args.jsonl", "a") as f:
             f.write(json.dumps(sys.argv[1:]) + "\\n")
+        if os.environ.get("FAKE_EMPTY_RUN"):  # a run that kept nothing: no figure
+            doc = {"complete": False, "samples": [], "environment": {"start_temp_c": 40},
+                   "summary": {"latency": None, "median_ci_ms": None, "seconds_gating": 300}}
+            path = sys.argv[sys.argv.index("--json") + 1]
+            pathlib.Path(path).write_text(json.dumps(doc))
         if os.environ.get("FAKE_TERM") and list(state.glob("heat-*.started")):
             os.kill(os.getppid(), signal.SIGTERM)
             time.sleep(10)
@@ -57,10 +62,12 @@ def fake_build(tmp_path):
                 pass
 
 
-def bench(build, state, out, *extra, term=False):
+def bench(build, state, out, *extra, term=False, empty=False):
     env = dict(os.environ, FAKE_STATE=str(state))
     if term:
         env["FAKE_TERM"] = "1"
+    if empty:
+        env["FAKE_EMPTY_RUN"] = "1"
     return subprocess.run(
         [sys.executable, str(SCRIPT), "--build", str(build), "--measured", "0", "--heated", "1",
          "--repeats", "1", "--preheat", "0.5", "--out", str(out), *extra],
@@ -86,3 +93,11 @@ def test_run_args_are_split_as_a_shell_would(fake_build, tmp_path):
         assert args[-2:] == ["--label", "GPU 0 next to a hot one"]
     assert sorted(p.stem for p in state.glob("*.stopped")) == sorted(
         p.stem for p in state.glob("*.started"))
+
+
+def test_runs_without_a_figure_are_tabulated_as_n_a(fake_build, tmp_path):
+    build, state = fake_build
+    done = bench(build, state, tmp_path / "out", empty=True)
+    assert done.returncode == 0, done.stdout
+    assert "| baseline | 1 |" in done.stdout and "| heated | 1 |" in done.stdout
+    assert "| 1 | n/a |" in done.stdout
