@@ -26,12 +26,21 @@ blas_state& cuda_backend::blas() {
   if (m_blas && m_blas->valid()) return *m_blas;
   m_blas.reset();  // a release destroyed the handle: owner's destroy already ran
   auto state = std::make_unique<blas_state>();
+  // The lease first: it makes this backend's GPU current in this thread (a worker of a
+  // multi-GPU run may have another one current), so the handle is made on the right GPU and
+  // inside the device layer's accounting.
+  device::lease& held = lease();
   cublasLtHandle_t handle = nullptr;
   COOLBENCH_CUBLAS_CALL(cublasLtCreate(&handle));
   state->handle = handle;
-  state->owner =
-      lease().adopt(device::resource_kind::blas_handle, [handle] { cublasLtDestroy(handle); });
-  state->workspace = lease().allocate(k_workspace_bytes);
+  try {
+    state->owner =
+        held.adopt(device::resource_kind::blas_handle, [handle] { cublasLtDestroy(handle); });
+  } catch (...) {
+    cublasLtDestroy(handle);
+    throw;
+  }
+  state->workspace = held.allocate(k_workspace_bytes);
   state->gemms.reset(new gemm_cache());
   m_blas = std::move(state);
   return *m_blas;
