@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "coolbench/device/device.hpp"
+#include "measure/protocol_helpers.hpp"
 #include "measure/sim_gpu.hpp"
 
 namespace coolbench::measure {
@@ -23,10 +24,7 @@ namespace {
 using namespace std::chrono_literals;
 
 protocol_options quick_options() {
-  protocol_options o;
-  o.min_time = 200ms;
-  o.max_time = 60s;
-  o.rel_ci = 0.002;
+  protocol_options o = protocol_helpers::quick_options();
   o.contexts = 1;
   return o;
 }
