@@ -103,9 +103,14 @@ candidate_list find_candidates(cublasLtHandle_t handle, const gemm_key& key,
   }
   std::vector<cublasLtMatmulHeuristicResult_t> results(k_candidates);
   int found = 0;
-  COOLBENCH_CUBLAS_CALL(cublasLtMatmulAlgoGetHeuristic(
+  const cublasStatus_t asked = cublasLtMatmulAlgoGetHeuristic(
       handle, entry.desc.get(), entry.la.get(), entry.lb.get(), entry.ly.get(), entry.ly.get(),
-      made, k_candidates, results.data(), &found));
+      made, k_candidates, results.data(), &found);
+  // Where cuBLASLt has no algorithm for the layouts, alignments and epilogue
+  // it answers NOT_SUPPORTED rather than none found: no candidates, so the
+  // caller's fallback (the epilogue as a program) applies instead of a throw.
+  if (asked == CUBLAS_STATUS_NOT_SUPPORTED) return {};
+  COOLBENCH_CUBLAS_CALL(asked);
   results.resize(static_cast<std::size_t>(std::max(found, 0)));
   std::erase_if(results, [&](const cublasLtMatmulHeuristicResult_t& r) {
     return r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > key.workspace;
