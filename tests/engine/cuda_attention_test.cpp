@@ -187,6 +187,7 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
   // before several queries, and one decode step after a single key.
   cases.push_back({65, 0, 96, mask_kind::causal_where, false});
   cases.push_back({7, 1, 64, mask_kind::causal_where, false});
+  cases.push_back({17, 37, 80, mask_kind::causal_add, true});  // an odd past, partial tiles
   cases.push_back({1, 1, 96, mask_kind::causal_add, true});
   // float16 and bfloat16 on the kernel the backend picks, then on each
   // kernel forced; float32 always takes the FMA kernel.
