@@ -5,6 +5,7 @@
 // cuda_attention_test), and patterns that are not attention are left alone.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 
@@ -305,6 +306,24 @@ TEST(attention_fusion, fuses_each_mask_form) {
   }
 }
 
+// One query row after pasts of 0, 1, 2 and 37 keys at batch 3 x 5 heads,
+// every mask form: the decode cases the CUDA tests run
+// (cuda_attention_test's decode_over_past_lengths_and_batches) fuse.
+TEST(attention_fusion, fuses_decode_steps_at_any_past) {
+  for (const std::int64_t past : {0, 1, 2, 37}) {
+    for (const mask_kind mask :
+         {mask_kind::none, mask_kind::causal_where, mask_kind::causal_add, mask_kind::bias}) {
+      attention_spec s;
+      s.batch = 3, s.heads = 5, s.sq = 1, s.sk = 1 + past, s.head_dim = 40, s.mask = mask;
+      s.causal_as_input = mask == mask_kind::causal_add;
+      s.split_scale = mask == mask_kind::causal_add;
+      expect_fused_equal(
+          attention_graph(s), {}, 1,
+          "past " + std::to_string(past) + " mask " + std::to_string(static_cast<int>(mask)));
+    }
+  }
+}
+
 TEST(attention_fusion, leaves_scores_used_twice) {
   graph g = attention_graph({});
   g.outputs.push_back(input("scores", dtype::float32, {1, 2, 5, 5}));
@@ -386,6 +405,22 @@ TEST(attention_layout, reads_a_qkv_projection_in_place) {
           (std::vector<std::int64_t>{0, 180, 4, 36, 12, 180, 4, 36, 24, 180, 4, 36, 0, 60, 4, 12}));
       EXPECT_EQ(n.outputs[0], "out");
     }
+  }
+}
+
+// The shapes cuda_attention_test's views test adds: one query row, and a
+// head dim of 96 over an odd head count, read and written in place.
+TEST(attention_layout, reads_a_decode_step_and_head_dim_96_in_place) {
+  for (const auto& [sq, heads, head_dim] :
+       {std::array<std::int64_t, 3>{1, 5, 80}, std::array<std::int64_t, 3>{65, 5, 96}}) {
+    attention_spec s;
+    s.batch = 2, s.heads = heads, s.sq = sq, s.sk = sq, s.head_dim = head_dim;
+    s.mask = mask_kind::causal_where;
+    const std::string what = "sq " + std::to_string(sq) + " d " + std::to_string(head_dim);
+    graph g = qkv_projection_graph(s);
+    ASSERT_EQ(fuse_with_layout(g, {}, what), 1U) << what;
+    EXPECT_EQ(count(g, "Transpose"), 0U) << what;
+    EXPECT_EQ(count(g, "Split"), 0U) << what;
   }
 }
 

@@ -1,7 +1,8 @@
 // coolbench.Attention on the GPU against the CPU backend running the
 // unfused subgraph (seeded random q, k, v; float32, float16, bfloat16;
 // causal and bias masks; 1 to 1024 queries, a past of 0 or 128 keys; head
-// dims 64 and 128, and 36, 40 and 80 below them; every allocation
+// dims 64 and 128, and 36, 40, 80 and 96 below them; decode over pasts of
+// 0, 1, 2, 37, 128 and 1000 keys at batch > 1; every allocation
 // poisoned), each case on every kernel that can take it (the FMA kernel,
 // and for 16-bit the tensor-core kernels with 64-row tiles and with split
 // keys), and whole models fused on cuda:0 against the CPU. Needs a GPU
@@ -182,6 +183,12 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
   cases.push_back({7, 128, 80, mask_kind::bias, false});
   cases.push_back({33, 0, 36, mask_kind::causal_add, true});
   cases.push_back({1, 128, 40, mask_kind::none, false});
+  // A head dim of 96 (Dim 128, 6 of its 8 k-steps real), a past of one key
+  // before several queries, and one decode step after a single key.
+  cases.push_back({65, 0, 96, mask_kind::causal_where, false});
+  cases.push_back({7, 1, 64, mask_kind::causal_where, false});
+  cases.push_back({17, 37, 80, mask_kind::causal_add, true});  // an odd past, partial tiles
+  cases.push_back({1, 1, 96, mask_kind::causal_add, true});
   // float16 and bfloat16 on the kernel the backend picks, then on each
   // kernel forced; float32 always takes the FMA kernel.
   for (const char* kernel : k_kernels) {
@@ -218,6 +225,44 @@ TEST(cuda_attention, many_batches_and_heads) {
   }
 }
 
+// One query row (decode: chunks of keys over blocks, then their merge) over
+// pasts of 0, 1, 2, an odd 37, 128 and 1000 keys, at batch 3 x 5 heads (32-key
+// chunks, the last one partial) and at 4 x 32 heads (256-key chunks), with
+// every mask form, head dims 40, 64, 80 and 128, in every dtype.
+TEST(cuda_attention, decode_over_past_lengths_and_batches) {
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+  const auto cpu = make_backend("cpu");
+  const auto gpu_backend = make_backend("cuda:0");
+  auto& gpu = dynamic_cast<cuda::cuda_backend&>(*gpu_backend);
+  gpu.poison_allocations(true);
+  ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
+  struct decode_case {
+    std::int64_t batch, heads, past, head_dim;
+  };
+  std::vector<decode_case> cases;
+  for (const std::int64_t past : {0, 1, 2, 37, 128, 1000}) {
+    for (const std::int64_t head_dim : {40, 64, 80, 128}) cases.push_back({3, 5, past, head_dim});
+  }
+  cases.push_back({4, 32, 1000, 64});
+  for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
+    for (const auto& c : cases) {
+      for (const auto mask :
+           {mask_kind::none, mask_kind::causal_where, mask_kind::causal_add, mask_kind::bias}) {
+        attention_spec s;
+        s.type = type, s.batch = c.batch, s.heads = c.heads, s.sq = 1, s.sk = 1 + c.past;
+        s.head_dim = c.head_dim, s.mask = mask;
+        s.causal_as_input = mask == mask_kind::causal_add;
+        s.split_scale = mask == mask_kind::causal_add;
+        check_kernel(s, *cpu, gpu,
+                     "decode " + std::string(to_string(type)) + " " + std::to_string(c.batch) +
+                         " x " + std::to_string(c.heads) + " past " + std::to_string(c.past) +
+                         " d " + std::to_string(c.head_dim) + " mask " +
+                         std::to_string(static_cast<int>(mask)));
+      }
+    }
+  }
+}
+
 // The views form (the attention_layout pass): q, k and v read in place from
 // one [B, S, 3·H·D] projection, the output written as [B, S, H·D]; 16-byte
 // rows (head_dim 64, 128), rows of whole 16-byte pieces below them (40, 80)
@@ -232,8 +277,9 @@ TEST(cuda_attention, views_of_a_qkv_projection_match_the_cpu) {
   struct shape_case {
     std::int64_t sq, heads, head_dim;
   };
-  const shape_case shapes[] = {{1, 3, 64},    {7, 3, 40},  {128, 12, 64}, {197, 12, 64},
-                               {200, 2, 128}, {33, 3, 80}, {33, 3, 36}};
+  const shape_case shapes[] = {{1, 3, 64},    {7, 3, 40},    {128, 12, 64},
+                               {197, 12, 64}, {200, 2, 128}, {33, 3, 80},
+                               {33, 3, 36},   {65, 5, 96},   {1, 5, 80}};
   for (const char* kernel : k_kernels) {
     select_kernel(kernel);
     for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {

@@ -5,10 +5,12 @@
 // batched and broadcast MatMuls, FusedGemm with bias, GELU and residual
 // epilogues over a padded weight (the aligned_weights pass); each with the
 // algorithm timed and with the heuristic's first, which must agree. Then no
-// timing while the stream is captured, the option's environment switch, and
+// timing while the stream is captured, none (and no failure) where the
+// device has no memory left for it, the option's environment switch, and
 // GPT-2 sessions with an odd vocabulary as CUDA graphs across releases.
 // Allocations are poisoned with 0xFF bytes, so an element the padded copy
 // leaves unwritten fails. Needs a GPU (ctest label gpu); skips without one.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -223,6 +225,72 @@ TEST(cuda_gemm, nothing_is_timed_while_the_stream_is_captured) {
   EXPECT_EQ(detail.find("not timed"), std::string::npos) << detail;
   expect_close(gpu->copy_out(eager[0]), want, "after the capture");
   gpu->end_run();
+}
+
+// Device memory taken by the test itself (cudaMalloc, around the device
+// layer) until no more than `left` bytes and a MiB remain free; freed again
+// when it goes.
+class memory_fill {
+ public:
+  explicit memory_fill(std::size_t left) {
+    for (std::size_t piece = std::size_t{1} << 30; piece >= (std::size_t{1} << 20); piece /= 2) {
+      for (;;) {
+        std::size_t free = 0, total = 0;
+        if (cudaMemGetInfo(&free, &total) != cudaSuccess || free < left + piece) break;
+        void* block = nullptr;
+        if (cudaMalloc(&block, piece) != cudaSuccess) {
+          static_cast<void>(cudaGetLastError());
+          break;
+        }
+        m_blocks.push_back(block);
+      }
+    }
+  }
+  ~memory_fill() {
+    for (void* block : m_blocks) static_cast<void>(cudaFree(block));
+  }
+  memory_fill(const memory_fill&) = delete;
+  memory_fill& operator=(const memory_fill&) = delete;
+  memory_fill(memory_fill&&) = delete;
+  memory_fill& operator=(memory_fill&&) = delete;
+
+ private:
+  std::vector<void*> m_blocks;
+};
+
+// Timing takes an L2-sized flush block; on a device with less free memory
+// than that the product runs untimed (the heuristic's first) instead of
+// failing, and says so.
+TEST(cuda_gemm, a_product_runs_untimed_where_timing_finds_no_memory) {
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  const auto cpu = make_backend("cpu");
+  // A signature no other test uses, N = 40 halves: aligned, no padded Y.
+  const product_case c{
+      "no memory to time", "Gemm", {{48, 64}, {40, 64}}, {48, 40}, {{"transB", std::int64_t{1}}}};
+  const graph g = one_node(c, dtype::float16);
+  const auto inputs = case_inputs(c, dtype::float16);
+  const tensor want = run_graph(g, *cpu, inputs).at("y");
+  const auto gpu = cuda_backend_with(true, false);
+  // Its cuBLASLt handle and workspace made by another product first, then
+  // the device layer's cached blocks (that product's flush among them) freed.
+  const product_case warm = product_cases()[3];
+  static_cast<void>(
+      run_graph(one_node(warm, dtype::float16), *gpu, case_inputs(warm, dtype::float16)));
+  gpu->end_run();
+  gpu->trim();
+  int l2_bytes = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, 0), cudaSuccess);
+  tensor got;
+  std::string detail;
+  {
+    const memory_fill fill(static_cast<std::size_t>(l2_bytes) / 4);
+    got = run_graph(g, *gpu, inputs).at("y");
+    detail = gpu->node_detail(g.nodes[0]);
+    gpu->end_run();
+  }
+  EXPECT_NE(detail.find("not timed: no device memory left for timing"), std::string::npos)
+      << detail;
+  expect_close(got, want, "untimed for want of memory");
 }
 
 TEST(cuda_gemm, the_environment_turns_tuning_off) {

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 
+#include "coolbench/core/error.hpp"
 #include "core/cublas_check.hpp"
 #include "core/cuda_check.hpp"
 #include "engine/backends/cuda/gemm_choice.hpp"
@@ -103,9 +104,14 @@ candidate_list find_candidates(cublasLtHandle_t handle, const gemm_key& key,
   }
   std::vector<cublasLtMatmulHeuristicResult_t> results(k_candidates);
   int found = 0;
-  COOLBENCH_CUBLAS_CALL(cublasLtMatmulAlgoGetHeuristic(
+  const cublasStatus_t asked = cublasLtMatmulAlgoGetHeuristic(
       handle, entry.desc.get(), entry.la.get(), entry.lb.get(), entry.ly.get(), entry.ly.get(),
-      made, k_candidates, results.data(), &found));
+      made, k_candidates, results.data(), &found);
+  // Where cuBLASLt has no algorithm for the layouts, alignments and epilogue
+  // it answers NOT_SUPPORTED rather than none found: no candidates, so the
+  // caller's fallback (the epilogue as a program) applies instead of a throw.
+  if (asked == CUBLAS_STATUS_NOT_SUPPORTED) return {};
+  COOLBENCH_CUBLAS_CALL(asked);
   results.resize(static_cast<std::size_t>(std::max(found, 0)));
   std::erase_if(results, [&](const cublasLtMatmulHeuristicResult_t& r) {
     return r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > key.workspace;
@@ -155,15 +161,24 @@ struct launch_args {
   }
 };
 
+// `bytes` of device memory for timing, or none where the device is out of
+// memory: timing is worth no failed run, so the product goes untimed then.
+std::optional<device::buffer> timing_memory(cuda_backend& backend, std::size_t bytes) {
+  try {
+    return backend.lease().allocate(bytes);
+  } catch (const ::coolbench::cuda_error& e) {
+    if (e.code() != 2 /* cudaErrorMemoryAllocation */) throw;
+    return std::nullopt;
+  }
+}
+
 // Each candidate's timed launches (ms); empty for one whose launch failed.
+// Writing `flush` evicts the L2 cache before each timed launch.
 std::vector<std::vector<double>> time_candidates(cuda_backend& backend, gemm_cache& cache,
                                                  const launch_args& launch,
-                                                 const candidate_list& candidates) {
-  int l2_bytes = 0;
-  COOLBENCH_CUDA_CALL(
-      cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, backend.lease().ordinal()));
-  const auto flush_bytes = static_cast<std::size_t>(std::max(l2_bytes, 1));
-  const device::buffer flush = backend.lease().allocate(flush_bytes);
+                                                 const candidate_list& candidates,
+                                                 const device::buffer& flush) {
+  const std::size_t flush_bytes = flush.size();
   const std::size_t needed = candidates.size() * 2 * k_repetitions;
   while (cache.events.size() < needed) cache.events.push_back(backend.lease().create_event());
   std::vector<bool> ran(candidates.size(), true);
@@ -209,16 +224,23 @@ bool needs_scratch_target(const product& p, const gemm_key& key) {
   return overlaps(y, a) || overlaps(y, b) || overlaps(y, c) || overlaps(y, bias);
 }
 
-// Times the candidates and chooses the fastest; says what it found.
-void tune(const op_call& call, blas_state& blas, const product& p, const gemm_key& key,
+// Times the candidates and chooses the fastest; says what it found. False,
+// with `entry` unchanged, where the device has no memory for the timing.
+bool tune(const op_call& call, blas_state& blas, const product& p, const gemm_key& key,
           gemm_entry& entry, const candidate_list& candidates) {
   auto* const stream = static_cast<cudaStream_t>(call.stream);
+  int l2_bytes = 0;
+  COOLBENCH_CUDA_CALL(
+      cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, call.backend.lease().ordinal()));
+  const auto flush = timing_memory(call.backend, static_cast<std::size_t>(std::max(l2_bytes, 1)));
+  if (!flush) return false;
   std::optional<device::buffer> target;
   if (needs_scratch_target(p, key)) {
     const std::size_t bytes =
         static_cast<std::size_t>((p.batch - 1) * p.stride_y + (p.m - 1) * key.ldy + p.n) *
         size_of(p.type);
-    target = call.backend.lease().allocate(bytes);
+    target = timing_memory(call.backend, bytes);
+    if (!target) return false;
   }
   const launch_args launch{static_cast<cublasLtHandle_t>(blas.handle),
                            entry,
@@ -229,7 +251,7 @@ void tune(const op_call& call, blas_state& blas, const product& p, const gemm_ke
                            key.workspace,
                            stream};
   set_bias_pointer(entry, p.bias);
-  const auto samples = time_candidates(call.backend, *blas.gemms, launch, candidates);
+  const auto samples = time_candidates(call.backend, *blas.gemms, launch, candidates, *flush);
   const auto best = fastest_candidate(samples);
   if (!best) {
     call.fail("no cuBLASLt algorithm of the " + std::to_string(candidates.size()) +
@@ -239,6 +261,7 @@ void tune(const op_call& call, blas_state& blas, const product& p, const gemm_ke
   entry.detail = describe_algo(*entry.algo) + " (timed: the heuristic's #" +
                  std::to_string(*best + 1) + " of " + std::to_string(candidates.size()) + ", " +
                  microseconds(samples[*best]) + "; its first " + microseconds(samples[0]) + ")";
+  return true;
 }
 
 // The timed choices of this process, per device and signature.
@@ -322,14 +345,14 @@ const gemm_entry& gemm_entry_for(const op_call& call, blas_state& blas, const pr
   const bool timed = tune_it && !recording && candidates.size() > 1;
   if (candidates.empty()) {
     entry->detail = "cuBLASLt has no algorithm";
-  } else if (timed) {
-    tune(call, blas, p, key, *entry, candidates);
+  } else if (timed && tune(call, blas, p, key, *entry, candidates)) {
     keep(device, key, *entry);
   } else {
     entry->algo = candidates.front().algo;
-    const char* why = !tune_it    ? "gemm_autotune off"
-                      : recording ? "not timed: the stream was being captured"
-                                  : "the only candidate";
+    const char* why = !tune_it                ? "gemm_autotune off"
+                      : recording             ? "not timed: the stream was being captured"
+                      : candidates.size() > 1 ? "not timed: no device memory left for timing"
+                                              : "the only candidate";
     entry->detail = describe_algo(*entry->algo) + " (the heuristic's first of " +
                     std::to_string(candidates.size()) + "; " + why + ")";
   }
