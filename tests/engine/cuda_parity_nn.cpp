@@ -47,6 +47,21 @@ void add_conv(suite& s) {
   s.add("Conv stem 7x7 stride 2",
         make_node("Conv", 2, 1, {{"pads", int_list{3, 3, 3, 3}}, {"strides", int_list{2, 2}}}),
         {{f, {1, 3, 64, 64}}, {f, {16, 3, 7, 7}}}, k_floats);
+  // Conv as products (conv_gemm.cpp, groups of >= 8 maps and rows): a patch embedding with 25
+  // positions (column rows padded to 16 bytes), groups of a 3x3 and of a 1x1 kernel with bias,
+  // 1-D and 3-D. The cases above with 16 or more maps take that path too.
+  s.add("Conv patchify stride 8 bias", make_node("Conv", 3, 1, {{"strides", int_list{8, 8}}}),
+        {{f, {2, 3, 40, 40}}, {f, {24, 3, 8, 8}}, {f, {24}}}, k_floats);
+  s.add("Conv as products grouped 3x3 bias",
+        make_node("Conv", 3, 1, {{"group", std::int64_t{2}}, {"pads", int_list{1, 0, 1, 2}}}),
+        {{f, {2, 16, 9, 10}}, {f, {16, 8, 3, 3}}, {f, {16}}}, k_floats);
+  s.add("Conv as products grouped 1x1 bias", make_node("Conv", 3, 1, {{"group", std::int64_t{2}}}),
+        {{f, {3, 32, 5, 7}}, {f, {16, 16, 1, 1}}, {f, {16}}}, k_floats);
+  s.add("Conv as products 1-D strided",
+        make_node("Conv", 3, 1, {{"pads", int_list{2, 2}}, {"strides", int_list{2}}}),
+        {{f, {2, 8, 33}}, {f, {12, 8, 5}}, {f, {12}}}, k_floats);
+  s.add("Conv as products 3-D", make_node("Conv", 3, 1, {{"pads", int_list{1, 1, 1, 1, 1, 1}}}),
+        {{f, {1, 4, 6, 5, 7}}, {f, {8, 4, 3, 3, 3}}, {f, {8}}}, k_floats);
 }
 
 void add_pools(suite& s) {

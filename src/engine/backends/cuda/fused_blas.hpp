@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "engine/backends/cuda/backend.hpp"
+#include "engine/backends/cuda/kernels.hpp"
 
 namespace coolbench::engine::cuda {
 
@@ -47,5 +48,12 @@ struct product {
 /// into Y, so cuBLASLt's aligned kernels run. The algorithm is chosen once
 /// per product signature (gemm_tuning.hpp) and kept with the handle.
 void run_product(const op_call& call, const product& p);
+
+/// Conv as products (conv_gemm.hpp): Y = bias, then per group and chunk of images the input's
+/// columns and one batched product adding W x col to it. Returns false, queueing nothing, where
+/// the direct kernel is the better choice (small groups) or COOLBENCH_CONV_KERNEL=direct asks
+/// for it.
+bool run_conv_as_gemm(const op_call& call, const tensor& x, const tensor& w, const tensor* bias,
+                      const tensor& y, const conv_plan& plan);
 
 }  // namespace coolbench::engine::cuda

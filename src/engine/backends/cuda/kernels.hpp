@@ -139,6 +139,11 @@ struct conv_plan {
 /// plus bias[m] (may be null), accumulated in float32.
 void launch_conv(dtype type, const void* x, const void* w, const void* bias, void* y,
                  const conv_plan& plan, void* stream);
+/// The columns of `images` images of X ([images, C, in...], from the first image to unfold) for
+/// Conv as a product: col[i][c * taps + tap][pos] at `pitch` elements a row, 0 where the tap
+/// reads the padding (conv_gemm.hpp's im2col_source).
+void launch_im2col(dtype type, const void* x, void* col, const conv_plan& plan, std::int64_t pitch,
+                   std::int64_t images, void* stream);
 /// MaxPool or AveragePool of each of the batch * channels planes.
 void launch_pool(dtype type, bool max, bool count_include_pad, const void* x, void* y,
                  const conv_plan& plan, void* stream);

@@ -1,8 +1,9 @@
 // Kernels of the convolutional-network operators: a direct Conv (one thread
-// per output element, float32 accumulation), MaxPool/AveragePool, the global
-// pools (a warp per plane), BatchNormalization; and GatherElements, which
-// reports an index out of range through the backend's error flag.
+// per output element, float32 accumulation) and the unfolding for Conv as a product
+// (conv_gemm.hpp), MaxPool/AveragePool, the global pools (a warp per plane), BatchNormalization;
+// and GatherElements, which reports an index out of range through the backend's error flag.
 #include "engine/backends/cuda/common.cuh"
+#include "engine/backends/cuda/conv_gemm.hpp"
 
 namespace coolbench::engine::cuda {
 namespace {
@@ -54,6 +55,25 @@ __global__ void conv_kernel(const T* x, const T* w, const T* bias, T* y, conv_pl
       }
     }
     y[i] = narrow<T>(acc);
+  }
+}
+
+// One thread per column element of `images` images: consecutive threads take consecutive
+// output positions, so the writes are coalesced.
+template <class T>
+__global__ void im2col_kernel(const T* x, T* col, conv_plan p, std::int64_t pitch,
+                              std::int64_t images) {
+  const std::int64_t taps = p.kernel_count;
+  const std::int64_t rows = p.channels * taps;
+  const std::int64_t count = images * rows * p.out_count;
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int64_t pos = i % p.out_count;
+    const std::int64_t row = (i / p.out_count) % rows;
+    const std::int64_t image = i / (p.out_count * rows);
+    const std::int64_t source = im2col_source(p.geometry, row % taps, pos);
+    const T* plane = x + (image * p.channels + row / taps) * p.in_count;
+    col[(image * rows + row) * pitch + pos] = source < 0 ? narrow<T>(0.0F) : plane[source];
   }
 }
 
@@ -173,6 +193,18 @@ void launch_conv(dtype type, const void* x, const void* w, const void* bias, voi
     conv_kernel<<<grid_for(count), k_block, 0, as_stream(stream)>>>(
         static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias),
         static_cast<T*>(y), plan);
+  });
+  check_launch();
+}
+
+void launch_im2col(dtype type, const void* x, void* col, const conv_plan& plan, std::int64_t pitch,
+                   std::int64_t images, void* stream) {
+  const std::int64_t count = images * plan.channels * plan.kernel_count * plan.out_count;
+  if (count == 0) return;
+  dispatch(type, float_list{}, [&](auto t) {
+    using T = typename decltype(t)::type;
+    im2col_kernel<<<grid_for(count), k_block, 0, as_stream(stream)>>>(
+        static_cast<const T*>(x), static_cast<T*>(col), plan, pitch, images);
   });
   check_launch();
 }

@@ -1,17 +1,19 @@
 // The convolutional-network operators of the CUDA backend (kernels in nn.cu):
 // Conv, MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool,
 // BatchNormalization (inference form); and GatherElements. The geometry is
-// engine/window.hpp's, as on the CPU, so both give the same output shapes.
+// engine/window.hpp's, as on the CPU, so both give the same output shapes. Conv runs as
+// cuBLASLt products where its groups are large enough (conv_gemm.cpp), else directly.
 #include <string>
 #include <vector>
 
+#include "engine/backends/cuda/fused_blas.hpp"
 #include "engine/backends/cuda/plan.hpp"
 #include "engine/window.hpp"
 
 namespace coolbench::engine::cuda {
 namespace {
 
-std::int64_t product(const shape_t& shape, std::size_t begin, std::size_t end) {
+std::int64_t extent(const shape_t& shape, std::size_t begin, std::size_t end) {
   std::int64_t result = 1;
   for (std::size_t i = begin; i < end; ++i) result *= shape[i];
   return result;
@@ -72,6 +74,10 @@ void conv(const op_call& call) {
   p.maps = maps;
   p.group = group;
   tensor y = call.allocate(x.type(), window_output_shape(g, p.batch, maps, x.rank() - 2));
+  if (run_conv_as_gemm(call, x, w, b, y, p)) {
+    call.outputs[0] = std::move(y);
+    return;
+  }
   launch_conv(x.type(), x.device_data(), w.device_data(), b == nullptr ? nullptr : b->device_data(),
               y.device_data(), p, call.stream);
   call.outputs[0] = std::move(y);
@@ -108,7 +114,7 @@ void global_pool(const op_call& call) {
   shape[1] = x.shape()[1];
   tensor y = call.allocate(x.type(), shape);
   launch_global_pool(x.type(), Max, x.device_data(), y.device_data(), shape[0] * shape[1],
-                     product(x.shape(), 2, x.rank()), call.stream);
+                     extent(x.shape(), 2, x.rank()), call.stream);
   call.outputs[0] = std::move(y);
 }
 
@@ -152,7 +158,7 @@ void batch_norm(const op_call& call) {
   };
   tensor y = call.allocate(x.type(), x.shape());
   launch_batch_norm(x.type(), x.device_data(), f32(0), f32(1), f32(2), f32(3), y.device_data(),
-                    x.size(), channels, product(x.shape(), 2, x.rank()),
+                    x.size(), channels, extent(x.shape(), 2, x.rank()),
                     call.n.get<float>("epsilon", 1e-5F), call.stream);
   call.outputs[0] = std::move(y);
 }
