@@ -17,6 +17,7 @@
 #include <cfloat>
 
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "engine/backends/cuda/attention.hpp"
@@ -275,6 +276,12 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
     return;
   }
   const attention_launch l = choose(plan, type != dtype::float32);
+  if (l.blocks_y > 65535) {  // the grid's y limit: query tiles, or decode's chunks of keys
+    throw invalid_argument("attention: " + std::to_string(plan.sq) + " queries over " +
+                           std::to_string(plan.sk) + " keys need " + std::to_string(l.blocks_y) +
+                           " blocks along the grid's y axis, over its limit of 65535; run it "
+                           "unfused (session_options::fuse = false) or split the sequence");
+  }
   if (l.kernel == attention_kernel::mma_rows64 || l.kernel == attention_kernel::mma_split_keys) {
     launch_mma_attention(type, q, k, v, bias, mask, out, plan, l, stream);
     return;
