@@ -35,6 +35,16 @@ run_result long_run(const sim::gpu_model& m, std::chrono::milliseconds min_time 
   return measure(w, env, o);
 }
 
+/// A setup for long_run: the start-up probe found the counter moving every `period_ms`.
+std::function<void(sim::environment&)> probed(double period_ms) {
+  return [period_ms](sim::environment& env) {
+    telemetry::energy_probe_result p;
+    p.period_ms = period_ms;
+    p.resolved = true;
+    env.probe_result = p;
+  };
+}
+
 /// The protocol's telemetry: the counter moves every `counter_ns` and is read every 1100 ms (the
 /// first 200 ms counters tick on the 20 ms grid at least 1000 ms after the last read).
 sim::gpu_model protocol_reads(std::int64_t counter_ns, std::int64_t read_every_ns = 1'100'000'000) {
@@ -212,12 +222,7 @@ TEST(Energy, AProbedPeriodTheReadingsSawTheCounterOutlastIsNotBelieved) {
   // and the readings' own estimate is used.
   sim::gpu_model m;
   m.energy_update_ns = 100'000'000;
-  const run_result r = long_run(m, 6s, [](sim::environment& env) {
-    telemetry::energy_probe_result p;
-    p.period_ms = 50;
-    p.resolved = true;
-    env.probe_result = p;
-  });
+  const run_result r = long_run(m, 6s, probed(50));
   ASSERT_TRUE(r.energy);
   EXPECT_EQ(r.energy->period_source, energy_period_source::readings);
   EXPECT_NEAR(r.energy->counter_period_ms, 100, 1);
@@ -233,12 +238,7 @@ TEST(Energy, AStillOfThePeriodItselfDoesNotContradictTheProbe) {
   m.energy_update_ns = 100'000'000;
   m.report_lag_ns = 2'000'000;
   m.energy_late_on_odd_ticks_ns = 4'000'000;
-  const run_result r = long_run(m, 6s, [](sim::environment& env) {
-    telemetry::energy_probe_result p;
-    p.period_ms = 100;
-    p.resolved = true;
-    env.probe_result = p;
-  });
+  const run_result r = long_run(m, 6s, probed(100));
   ASSERT_TRUE(r.energy);
   EXPECT_EQ(r.energy->period_source, energy_period_source::probe) << r.energy->period_note;
   EXPECT_EQ(r.energy->counter_period_ms, 100);
