@@ -4,8 +4,9 @@
 # energy test and alternates an A/A run (gemm:fp16:gpt2-small against itself) with a 2 %
 # A/B run (50 against 51 identical 128x2304x768 fp16 GEMMs: one more GEMM in 50) until
 # BUDGET_S seconds after the start. Every run's JSON and summary go under $OUT as they finish,
-# so a call cut short still returns what ran.
-#   bench/ab_device.sh [BUDGET_S]   (default 100)
+# so a call cut short still returns what ran. Each run stops at PER_RUN_S (--max-time) so
+# that a budget holds about BUDGET_S / (PER_RUN_S + 10) pairs of runs.
+#   bench/ab_device.sh [BUDGET_S [PER_RUN_S]]   (defaults 100 and 40)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/coolbench-ab}
@@ -13,6 +14,7 @@ mkdir -p "$out"
 runs=/tmp/coolbench-ab-runs
 mkdir -p "$runs"
 budget=${1:-100}
+per_run=${2:-40}
 start=$(date +%s)
 log="$out/ab-device.log"
 {
@@ -36,8 +38,10 @@ while (($(left) > 12)); do
               "ab gemm:fp16:128:2304:768:50 gemm:fp16:128:2304:768:51"; do
     read -r name a b <<<"$pair"
     (($(left) > 12)) || break
+    max_time=$(($(left) - 2))
+    ((max_time < per_run)) || max_time=$per_run
     timeout "$(left)" ./build/bin/coolbench run --workload "$a" --against "$b" --quiet \
-      --rel-ci 0.003 --max-time "$(($(left) - 2))" --json "$runs/${name}_$i.json" >"$runs/${name}_$i.txt" 2>&1
+      --rel-ci 0.003 --max-time "$max_time" --json "$runs/${name}_$i.json" >"$runs/${name}_$i.txt" 2>&1
     code=$?
     { echo "=== $name $i: $a against $b, exit $code"; cat "$runs/${name}_$i.txt"; } >>"$log"
     echo "$name $i exit $code: $(grep -E '^(B/A|verdict)' "$runs/${name}_$i.txt" | tr '\n' ' ')"
