@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "coolbench/core/error.hpp"
+#include "coolbench/stats/mixture_ci.hpp"
 
 namespace coolbench::stats {
 namespace {
@@ -29,6 +31,20 @@ ratio_interval ratio_ci_mover(const estimate& a, const estimate& b) {
   const double below = std::hypot(theta_b - std::log(b.lower), std::log(a.upper) - theta_a);
   const double above = std::hypot(std::log(b.upper) - theta_b, theta_a - std::log(a.lower));
   return {b.value / a.value, std::exp(d - below), std::exp(d + above)};
+}
+
+ratio_interval paired_ratio_ci(std::span<const double> ratios, double level) {
+  std::vector<double> logs;
+  logs.reserve(ratios.size());
+  for (const double r : ratios) {
+    if (!std::isfinite(r) || !(r > 0)) {
+      throw invalid_argument("paired_ratio_ci: every ratio must be positive and finite; got " +
+                             std::to_string(r));
+    }
+    logs.push_back(std::log(r));
+  }
+  const mixture_interval ci = mixture_mean_ci(logs, level, 0);
+  return ratio_interval{std::exp(ci.mean), std::exp(ci.lower), std::exp(ci.upper)};
 }
 
 }  // namespace coolbench::stats

@@ -112,14 +112,12 @@ void settle_pair(ab_pair& p, const burst_figures& fa, const burst_figures& fb, i
   }
 }
 
-/// The geometric mean of `ratios` with a Student-t CI on the log scale; empty below two.
+/// The geometric mean of `ratios` and its CI (stats::paired_ratio_ci: the SD's upper bound, so a
+/// run that stops on a lucky streak of agreeing couples does not call a difference); empty below
+/// two.
 std::optional<stats::ratio_interval> ratio_over(const std::vector<double>& ratios, double level) {
   if (ratios.size() < 2) return std::nullopt;
-  std::vector<double> logs;
-  logs.reserve(ratios.size());
-  for (const double r : ratios) logs.push_back(std::log(r));
-  const stats::mean_interval ci = stats::mean_ci_student_t(logs, level);
-  return stats::ratio_interval{std::exp(ci.mean), std::exp(ci.lower), std::exp(ci.upper)};
+  return stats::paired_ratio_ci(ratios, level);
 }
 
 struct ab_run {
