@@ -41,7 +41,8 @@ struct ratio_interval {
 /// of an AB and a BA pair) and its interval on the log scale: the Student-t
 /// interval of the logs' mean with the SD replaced by its one-sided 90 % upper
 /// confidence bound, sd·√((n − 1)/χ²(0.1, n − 1)) (mixture_mean_ci with
-/// spacing 0). A run that stops as soon as its interval is narrow stops when a
+/// spacing 0; its floor for two groups seen binds only when the couples split
+/// into two groups far apart). A run that stops as soon as its interval is narrow stops when a
 /// few couples happened to agree; with the plain t interval an A/A run then
 /// calls a difference about 5 % of the time, at a tenth of a percent.
 /// Throws invalid_argument with fewer than 2 ratios, a ratio that is not
