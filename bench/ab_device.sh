@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Matched A/B and energy on a GPU machine, in one short call (docs/perf/compare.md): builds
-# the command and the energy GPU test without the engine or the Python module, then runs the
-# energy test and alternates an A/A run (gemm:fp16:gpt2-small against itself) with a 2 %
-# A/B run (50 against 51 identical 128x2304x768 fp16 GEMMs: one more GEMM in 50) until
-# BUDGET_S seconds after the start. Every run's JSON and summary go under $OUT as they finish,
-# so a call cut short still returns what ran. Each run stops at PER_RUN_S (--max-time) so
-# that a budget holds about BUDGET_S / (PER_RUN_S + 10) pairs of runs.
+# the command and the energy GPU test (without the engine or the Python module, unless a build
+# folder is already there), then runs the energy test and alternates an A/A run
+# (gemm:fp16:gpt2-small against itself) with a 2 % A/B run (50 against 51 identical
+# 128x2304x768 fp16 GEMMs: one more GEMM in 50) until BUDGET_S seconds after the start. Every
+# run's JSON and summary go under $OUT as they finish, so a call cut short still returns what
+# ran. Each run stops at PER_RUN_S (--max-time) so that a budget holds about
+# BUDGET_S / (PER_RUN_S + 10) pairs of runs.
 #   bench/ab_device.sh [BUDGET_S [PER_RUN_S]]   (defaults 100 and 40)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,9 +24,13 @@ log="$out/ab-device.log"
   if [[ -f COMMIT ]]; then echo "commit $(cat COMMIT)"; else git log -1 --format='commit %H'; fi
 } | tee "$log"
 deps="$PWD/.device-deps"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_WERROR=OFF \
-  -DCOOLBENCH_ENGINE=OFF -DCOOLBENCH_PYTHON=OFF -DCOOLBENCH_DEPS_DIR="$deps" >"$runs/build.log" 2>&1 ||
-  { tail -30 "$runs/build.log" | tee -a "$log"; exit 1; }
+# A build folder left by an earlier call on a warm machine (scripts/device-check.sh, engine
+# and all) is kept as configured: only the two targets are brought up to date.
+if [[ ! -f build/CMakeCache.txt ]]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_WERROR=OFF \
+    -DCOOLBENCH_ENGINE=OFF -DCOOLBENCH_PYTHON=OFF -DCOOLBENCH_DEPS_DIR="$deps" >"$runs/build.log" 2>&1 ||
+    { tail -30 "$runs/build.log" | tee -a "$log"; exit 1; }
+fi
 cmake --build build -j 16 --target coolbench energy_counter_test >>"$runs/build.log" 2>&1 ||
   { grep -E "error|FAILED" -A5 "$runs/build.log" | head -40 | tee -a "$log"; exit 1; }
 echo "built in $(($(date +%s) - start)) s" | tee -a "$log"
