@@ -58,6 +58,19 @@ TEST(GemmChoice, PaddedOutputOnlyWhereItMakesTheProductAligned) {
   EXPECT_EQ(padded_output_columns(8, 8, 15, 13, 3, 1, 0, 2), 0);
 }
 
+TEST(GemmChoice, AllPaddedColumnsComputedOnlyOverAPaddedWeightWithoutBias) {
+  // The lm_head over wte padded to 50264 rows (transB) or a [768, 50264] copy.
+  EXPECT_EQ(computed_columns(50257, 50264, 50264, false), 50264);
+  // An unpadded B: its 50257 columns only.
+  EXPECT_EQ(computed_columns(50257, 50264, 50257, false), 50257);
+  EXPECT_EQ(computed_columns(50257, 50264, 0, false), 50257);
+  // A bias vector holds N values: the epilogue would read past it.
+  EXPECT_EQ(computed_columns(50257, 50264, 50264, true), 50257);
+  // No scratch (0) or nothing to round: N.
+  EXPECT_EQ(computed_columns(2304, 0, 2304, false), 2304);
+  EXPECT_EQ(computed_columns(13, 16, 32, false), 16);
+}
+
 TEST(GemmChoice, OperandOverlap) {
   const auto* base = reinterpret_cast<const std::byte*>(std::uintptr_t{0x100000});  // NOLINT
   // Y [4, 8] fp16 and an A right after it: adjacent, no overlap.

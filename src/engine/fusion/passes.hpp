@@ -23,9 +23,9 @@ std::size_t fuse_layer_norms(graph& g, const fusion_context& context);
 /// Trees of elementwise nodes over one output shape: FusedElementwise.
 std::size_t fuse_elementwise_chains(graph& g, const fusion_context& context);
 
-/// Products by a constant [K, N] weight whose rows break 16-byte alignment
-/// read a copy padded to aligned rows: FusedGemm with b_columns
-/// (aligned_weights.cpp).
+/// Products by a constant weight whose N is not a whole number of 16-byte
+/// steps read a copy padded with zeros to an aligned N ([K, N] or, read
+/// transposed, [N, K]): FusedGemm with b_columns (aligned_weights.cpp).
 std::size_t pad_weight_rows(graph& g, const fusion_context& context);
 
 }  // namespace coolbench::engine::fusion_detail

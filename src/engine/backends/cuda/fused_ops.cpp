@@ -59,9 +59,9 @@ void bias_and_activation(const op_call& call, tensor& y, const tensor* bias,
 // Inputs A, B, bias (N; may be omitted), residual (Y's shape; optional);
 // attributes transA, transB, alpha, activation, shape (of Y, when a
 // Reshape was folded in; else A's leading dimensions and N), and b_columns
-// (N, when B is a [K, N'] weight padded to aligned rows: its first N
-// columns are read). A MatMul's A of any rank is one [M, K] matrix: its
-// rows are dense.
+// (N, when B is a weight padded with zeros to N' > N: [K, N'], or [N', K]
+// with transB; the product is N wide, and may compute all N' columns).
+// A MatMul's A of any rank is one [M, K] matrix: its rows are dense.
 void fused_gemm(const op_call& call) {
   const tensor& a = call.in(0);
   const tensor& b = call.in(1);
@@ -78,11 +78,12 @@ void fused_gemm(const op_call& call) {
   const std::int64_t k = ta ? a.shape()[0] : a.shape().back();
   const std::int64_t m = a.size() / k;
   const std::int64_t b_columns = call.n.get<std::int64_t>("b_columns", 0);
-  if (b_columns != 0 && (tb || b_columns < 0 || b_columns > b.shape()[1])) {
-    call.fail("b_columns " + std::to_string(b_columns) + " needs an untransposed B of at least " +
-              "that many columns, got " + to_string(b.shape()));
+  const std::int64_t b_n = tb ? b.shape()[0] : b.shape()[1];  // N of B as stored
+  if (b_columns < 0 || b_columns > b_n) {
+    call.fail("b_columns " + std::to_string(b_columns) + " needs a B of at least that many " +
+              (tb ? "rows (transB)" : "columns") + ", got " + to_string(b.shape()));
   }
-  const std::int64_t n = b_columns != 0 ? b_columns : tb ? b.shape()[0] : b.shape()[1];
+  const std::int64_t n = b_columns != 0 ? b_columns : b_n;
   if ((tb ? b.shape()[1] : b.shape()[0]) != k || (bias != nullptr && bias->size() != n) || k == 0) {
     call.fail("shapes do not match: A " + to_string(a.shape()) + ", B " + to_string(b.shape()) +
               (bias != nullptr ? ", bias " + to_string(bias->shape()) : std::string()));
@@ -113,7 +114,8 @@ void fused_gemm(const op_call& call) {
             .y = y.device_data(),
             .alpha = call.n.get<float>("alpha", 1.0F),
             .beta = residual != nullptr ? 1.0F : 0.0F,
-            .ldb = b_columns != 0 ? b.shape()[1] : 0,
+            .ldb = b_columns != 0 && !tb ? b.shape()[1] : 0,
+            .b_columns_readable = b_n,
             .c = residual != nullptr ? residual->device_data() : nullptr,
             .bias = bias != nullptr ? bias->device_data() : nullptr,
             .activation = activation_for(call, activation, a.type()),

@@ -1,7 +1,8 @@
 // run_product: the chosen algorithm's launch, and the padded output of a
 // product whose Y rows break cuBLASLt's 16-byte alignment (the lm_head's
-// N = 50257 in fp16): computed into a scratch tensor of aligned rows, then
-// copied into Y by one 2-D copy (a memcpy node when captured).
+// N = 50257 in fp16): computed into a scratch tensor of aligned rows (over
+// all its columns where B is a zero-padded weight), then copied into Y by
+// one 2-D copy (a memcpy node when captured).
 #include <cuda_runtime_api.h>
 
 #include <cstdlib>
@@ -86,10 +87,14 @@ void run_product(const op_call& call, const product& p) {
   product aligned = p;
   aligned.y = scratch.device_data();
   aligned.c = nullptr;
+  aligned.ldb = ldb;
   aligned.ldy = padded;
   aligned.stride_y = p.m * padded;
-  launch(call, aligned,
-         "; Y's rows padded from " + std::to_string(p.n) + " to " + std::to_string(padded));
+  aligned.n = computed_columns(p.n, padded, p.b_columns_readable, p.bias != nullptr);
+  std::string note =
+      "; Y's rows padded from " + std::to_string(p.n) + " to " + std::to_string(padded);
+  if (aligned.n != p.n) note += ", all " + std::to_string(aligned.n) + " computed (B padded)";
+  launch(call, aligned, note);
   if (p.no_algorithm != nullptr && *p.no_algorithm) return;
   copy_rows(p.y, row, scratch.device_data(), pitch, row, p.batch * p.m, call.stream);
 }
