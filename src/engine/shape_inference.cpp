@@ -77,6 +77,7 @@ constexpr std::pair<std::string_view, rule_fn> k_rules[] = {
     {"Flatten", flatten},
     {"Gather", gather},
     {"GatherElements", gather_elements},
+    {"GatherND", gather_nd},
     {"Gelu", same_as_input},
     {"Gemm", gemm},
     {"GlobalAveragePool", global_pool},
@@ -208,6 +209,34 @@ std::optional<symbolic_ints> propagate_contents(const op_context& c) {
   return std::nullopt;
 }
 
+// A Constant given as value_int, value_ints, value_float or value_floats, as
+// a tensor; nullopt for the other forms.
+std::optional<tensor> list_constant(const node& n) {
+  if (n.has("value_int")) {
+    tensor t(dtype::int64, {});
+    t.data<std::int64_t>()[0] = n.get<std::int64_t>("value_int");
+    return t;
+  }
+  if (n.has("value_ints")) {
+    const auto values = n.get<int_list>("value_ints");
+    tensor t(dtype::int64, {static_cast<std::int64_t>(values.size())});
+    std::copy(values.begin(), values.end(), t.data<std::int64_t>().begin());
+    return t;
+  }
+  if (n.has("value_float")) {
+    tensor t(dtype::float32, {});
+    t.data<float>()[0] = n.get<float>("value_float");
+    return t;
+  }
+  if (n.has("value_floats")) {
+    const auto values = n.get<std::vector<float>>("value_floats");
+    tensor t(dtype::float32, {static_cast<std::int64_t>(values.size())});
+    std::copy(values.begin(), values.end(), t.data<float>().begin());
+    return t;
+  }
+  return std::nullopt;
+}
+
 // ---------------------------------------------------------------------------
 // The walk.
 
@@ -312,6 +341,11 @@ class analyzer {
       if (auto contents = contents_of(value)) m_contents[n.outputs[0]] = std::move(*contents);
       if (value.size() > m_max_elements) return true;
       results[0] = value;
+    } else if (n.op_type == "Constant" && n.domain.empty() && n.outputs.size() == 1) {
+      // value_int(s), value_float(s): the exporters' small constants (Expand's target).
+      auto made = list_constant(n);
+      if (!made) return false;
+      results[0] = std::move(*made);
     } else if (n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size") &&
                c.shape(0).rank_known && !n.outputs.empty()) {
       const shape_info& data = c.shape(0);

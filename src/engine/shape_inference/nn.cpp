@@ -79,4 +79,27 @@ std::vector<shape_info> gather_elements(const op_context& c) {
   return {with_type_of(c.shape(0), indices.dims)};
 }
 
+// GatherND: indices [..., q] pick slices of data past its batch dims: the
+// output is indices' leading dims, then data's dims after the batch dims and
+// the q indexed ones. The last index dim must be a known number.
+std::vector<shape_info> gather_nd(const op_context& c) {
+  const shape_info& data = c.shape(0);
+  const shape_info& indices = c.shape(1);
+  if (!data.rank_known || !indices.rank_known || indices.dims.empty() ||
+      !is_known(indices.dims.back())) {
+    return {rank_unknown(data)};
+  }
+  const auto batch = static_cast<std::size_t>(c.n.get<std::int64_t>("batch_dims", 0));
+  const auto q = static_cast<std::size_t>(indices.dims.back().value);
+  if (batch + q > data.dims.size()) {
+    inconsistent(c.n, "indices " + indices.describe() + " with batch_dims " +
+                          std::to_string(batch) + " index past the rank of data " +
+                          data.describe());
+  }
+  std::vector<dimension> dims(indices.dims.begin(), indices.dims.end() - 1);
+  dims.insert(dims.end(), data.dims.begin() + static_cast<std::ptrdiff_t>(batch + q),
+              data.dims.end());
+  return {with_type_of(data, std::move(dims))};
+}
+
 }  // namespace coolbench::engine::shape_rules

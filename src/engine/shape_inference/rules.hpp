@@ -135,6 +135,7 @@ using rule_fn = std::vector<shape_info> (*)(const op_context&);
 [[nodiscard]] std::vector<shape_info> pool(const op_context& c);
 [[nodiscard]] std::vector<shape_info> global_pool(const op_context& c);
 [[nodiscard]] std::vector<shape_info> gather_elements(const op_context& c);
+[[nodiscard]] std::vector<shape_info> gather_nd(const op_context& c);
 
 // shape_ops.cpp
 [[nodiscard]] std::vector<shape_info> reshape(const op_context& c);
