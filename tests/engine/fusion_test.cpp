@@ -354,6 +354,69 @@ TEST(FusionAlignedWeights, AWeightAnotherOpReadsIsPaddedForTheProductsAndKept) {
   EXPECT_TRUE(fused.initializers.contains("w/aligned"));
 }
 
+// x[2, 3, k] times Transpose(w), w [n, k]: the dynamo export's tied LM head.
+// An initializer w of up to k_fold_max_elements is transposed at plan time
+// (folded); a larger one, or w as an input, is transposed on every run.
+graph product_of_transpose(dtype type, std::int64_t k, std::int64_t n, bool w_input) {
+  graph g;
+  g.name = "product_of_transpose";
+  g.opset = 20;
+  g.inputs = {declared("x", type, {2, 3, k})};
+  if (w_input) {
+    g.inputs.push_back(declared("w", type, {n, k}));
+  } else {
+    g.initializers["w"] = random_tensor(type, {n, k}, 5, 0.1F);
+  }
+  g.nodes.push_back(
+      make_node("Transpose", {"w"}, {"wt"}, {{"perm", std::vector<std::int64_t>{1, 0}}}));
+  g.nodes.push_back(make_node("MatMul", {"x", "wt"}, {"y"}));
+  g.outputs = {declared("y", type, {2, 3, n})};
+  return g;
+}
+
+TEST(FusionProductTranspose, AProductReadsATransposedWeightInPlace) {
+  for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
+    SCOPED_TRACE(std::string(to_string(type)));
+    const double tol = type == dtype::float32 ? 1e-5 : type == dtype::float16 ? 1e-2 : 3e-2;
+    // B an input of 16 rows (aligned): the product reads it transposed.
+    const graph fused = fuse_and_compare(
+        product_of_transpose(type, 8, 16, true),
+        {{"x", random_tensor(type, {2, 3, 8}, 1)}, {"w", random_tensor(type, {16, 8}, 2)}},
+        {{"product_transpose", 1}}, tol, tol);
+    ASSERT_EQ(fused.nodes.size(), 1U);  // the Transpose is gone
+    EXPECT_EQ(fused.nodes[0].op_type, "FusedGemm");
+    EXPECT_EQ(fused.nodes[0].get<std::int64_t>("transB", 0), 1);
+    EXPECT_EQ(fused.nodes[0].inputs.at(1), "w");
+    // A weight too large to fold, N = 1001: then padded with zero rows, as GPT-2's 50257.
+    const graph padded = fuse_and_compare(
+        product_of_transpose(type, 128, 1001, false), {{"x", random_tensor(type, {2, 3, 128}, 1)}},
+        {{"aligned_weights", 1}, {"product_transpose", 1}}, tol, tol);
+    ASSERT_EQ(padded.nodes.size(), 1U);
+    EXPECT_EQ(padded.nodes[0].inputs.at(1), "w/aligned");
+    EXPECT_EQ(padded.nodes[0].get<std::int64_t>("b_columns", 0), 1001);
+  }
+}
+
+TEST(FusionProductTranspose, KeepsATransposeOthersReadAndLeavesOtherPermutations) {
+  host_fused_backend target;
+  // The transpose is an output too: the product reads w, the Transpose stays.
+  graph shared = product_of_transpose(dtype::float16, 8, 16, true);
+  shared.outputs.push_back(declared("wt", dtype::float16, {8, 16}));
+  EXPECT_EQ(specialize_and_fuse(shared, target).count("product_transpose"), 1U);
+  EXPECT_EQ(count_ops(shared, "Transpose"), 1U);
+  // A batched B transposed on its last two axes is no 2-D weight: left as it is.
+  graph batched;
+  batched.name = "batched";
+  batched.opset = 20;
+  batched.inputs = {declared("x", dtype::float16, {2, 3, 8})};
+  batched.initializers["w"] = random_tensor(dtype::float16, {2, 16, 8}, 5, 0.3F);
+  batched.nodes.push_back(
+      make_node("Transpose", {"w"}, {"wt"}, {{"perm", std::vector<std::int64_t>{0, 2, 1}}}));
+  batched.nodes.push_back(make_node("MatMul", {"x", "wt"}, {"y"}));
+  batched.outputs = {declared("y", dtype::float16, {2, 3, 16})};
+  EXPECT_EQ(specialize_and_fuse(batched, target).count("product_transpose"), 0U);
+}
+
 TEST(FusionAlignedWeights, LeavesWeightsItCannotPad) {
   host_fused_backend target;
   // Aligned rows already (16 halves = 32 bytes).

@@ -17,6 +17,8 @@ std::span<const fusion_entry> fusion_passes() {
       {"gemm_epilogue", fusion_detail::fuse_gemm_epilogues},
       {"layer_norm", fusion_detail::fuse_layer_norms},
       {"elementwise", fusion_detail::fuse_elementwise_chains},
+      // After the epilogues (a FusedGemm with its bias reads B transposed too).
+      {"product_transpose", fusion_detail::fold_product_transposes},
       // Last: every product is in its final form (MatMul, Gemm or FusedGemm).
       {"aligned_weights", fusion_detail::pad_weight_rows},
   };

@@ -23,6 +23,10 @@ std::size_t fuse_layer_norms(graph& g, const fusion_context& context);
 /// Trees of elementwise nodes over one output shape: FusedElementwise.
 std::size_t fuse_elementwise_chains(graph& g, const fusion_context& context);
 
+/// MatMul(A, Transpose(B)) and a FusedGemm by a transpose, B 2-D, read B in
+/// place with transB (product_transpose.cpp).
+std::size_t fold_product_transposes(graph& g, const fusion_context& context);
+
 /// Products by a constant weight whose N is not a whole number of 16-byte
 /// steps read a copy padded with zeros to an aligned N ([K, N] or, read
 /// transposed, [N, K]): FusedGemm with b_columns (aligned_weights.cpp).
