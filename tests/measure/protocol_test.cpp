@@ -478,5 +478,37 @@ TEST(Protocol, ImpossibleOptionsAreRefused) {
   EXPECT_EQ(parse_sampling_policy("fixed-sleep"), sampling_policy::fixed_sleep);
 }
 
+// --max-time is the whole run: a gate or a warm-up under way when it passes
+// ends the run there (`coolbench exec` overran it by a PyTorch start-up and a
+// warm-up on an H100). A GPU a degree under the target that the workload
+// heats by 4 °C a second, and that needs about 12 s to cool back: the first
+// burst (at its longest, 0.5 s) ends above the target, and its gate would
+// wait long past the 3 s the run has.
+TEST(Protocol, MaxTimeBoundsTheWholeRunGatesIncluded) {
+  sim::gpu_model m;
+  m.start_c = 44;
+  m.heat_c_per_s = 4;
+  m.cool_tau_s = 60;
+  m.jitter_ms = 0.05;  // a spread, so the CI never gets below rel_ci
+  sim::gpu g(m);
+  protocol_options o = quick_options();
+  o.rel_ci = 1e-9;
+  o.min_time = 0ms;
+  o.max_time = 3s;
+  o.warmup_max_time = 300ms;
+  o.max_burst = 500ms;
+  o.gate_timeout = 600s;
+  const run_result r = run_sim(g, o);
+  EXPECT_TRUE(r.complete) << r.error;
+  EXPECT_EQ(to_string(r.stop_reason), "max time");
+  EXPECT_LE(r.seconds_total, 3.2);
+  EXPECT_GT(r.samples.size(), 0U);
+  // Nothing measured by then: the run says so, and is incomplete.
+  o.max_time = 200ms;
+  const run_result early = run_sim(g, o);
+  EXPECT_FALSE(early.complete);
+  EXPECT_NE(early.error.find("raise --max-time"), std::string::npos) << early.error;
+}
+
 }  // namespace
 }  // namespace coolbench::measure

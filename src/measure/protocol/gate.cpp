@@ -20,6 +20,7 @@ void cool_to_target(run_state& run, std::int64_t began) {
   }
   while (t && *t > o.target_temp_c) {
     if (run.env.interrupted()) throw stop_run{stop_reason::interrupted, ""};
+    stop_at_max_time(run);
     if (run.now() - began > to_ns(o.gate_timeout)) {
       run.r.seconds_gating += seconds_between(began, run.now());
       throw stop_run{stop_reason::gate_timeout,
@@ -46,6 +47,7 @@ void wait_until_unthrottled(run_state& run, std::int64_t began) {
       return;
     }
     if (run.env.interrupted()) throw stop_run{stop_reason::interrupted, ""};
+    stop_at_max_time(run);
     if (run.now() - began > to_ns(run.o.gate_timeout)) {
       run.r.seconds_gating += seconds_between(began, run.now());
       throw stop_run{stop_reason::gate_timeout,

@@ -108,6 +108,14 @@ void run_to_the_end(detail::run_state& run) {
   } catch (const stop_run& stop) {
     r.stop_reason = stop.reason;
     r.error = stop.error;
+    // --max-time passed in a gate or a warm-up: a max-time stop as any other, once
+    // something was measured.
+    if (stop.reason == stop_reason::max_time) {
+      if (run.samples.kept() > 0) return;
+      r.error =
+          "--max-time passed before anything was measured (in the warm-up or the first "
+          "gate): raise --max-time";
+    }
   } catch (const invalid_argument& e) {
     // The workload refused what it was given (a model input dimension left unbound): the
     // caller's to fix, not a failure of the run.

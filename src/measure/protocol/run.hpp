@@ -224,6 +224,10 @@ inline constexpr int k_burst_min_samples = 5;
 /// Why the run should stop now, if it should: a limit, or the CI met. Spread over contexts,
 /// the CI is looked at only at the end of a context (`at_context_end`).
 [[nodiscard]] std::optional<stop_reason> should_stop(run_state& run, bool at_context_end = false);
+/// --max-time bounds the whole run: called where the run waits or warms up (a gate, a
+/// warm-up), it ends the run there, by stop_run{max_time}, once the time is spent. The run
+/// then keeps what it measured, as at any other max-time stop.
+void stop_at_max_time(const run_state& run);
 /// Whether the current context has its share (context_min_samples kept, its CI met).
 [[nodiscard]] bool context_done(run_state& run);
 /// The contexts with at least context_min_samples kept samples, in order.

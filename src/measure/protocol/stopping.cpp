@@ -69,6 +69,10 @@ std::optional<stats::mixture_interval> contexts_interval(
   return stats::mixture_mean_ci(medians_of(figures), run.o.ci_level, run.o.level_spacing);
 }
 
+void stop_at_max_time(const run_state& run) {
+  if (run.now() - run.start_ns >= to_ns(run.o.max_time)) throw stop_run{stop_reason::max_time, ""};
+}
+
 std::optional<stop_reason> should_stop(run_state& run, bool at_context_end) {
   const protocol_options& o = run.o;
   const int n = run.samples.kept();

@@ -19,6 +19,7 @@ warmup_end warm_up(run_state& run, bool stop_at_throttle, std::string* why) {
   std::vector<double> recent;
   const auto window = static_cast<std::size_t>(std::max(1, o.warmup_window));
   for (;;) {
+    stop_at_max_time(run);
     const sample_record& s = run.samples[take(run, sample_phase::warmup)];
     recent.push_back(s.time.latency_ms);
     const bool enough = static_cast<int>(recent.size()) >= o.warmup_min_runs;
@@ -44,7 +45,10 @@ warmup_end warm_up(run_state& run, bool stop_at_throttle, std::string* why) {
 }
 
 void rewarm(run_state& run) {
-  for (int i = 0; i < run.o.rewarm_runs; ++i) (void)take(run, sample_phase::warmup);
+  for (int i = 0; i < run.o.rewarm_runs; ++i) {
+    stop_at_max_time(run);
+    (void)take(run, sample_phase::warmup);
+  }
 }
 
 void warm_up_after_gate(run_state& run, bool full) {
