@@ -251,6 +251,15 @@ def onnx_dims(config):
     return dims
 
 
+def trace_config(config):
+    """The shape an export is traced at: one of its own (batch 2, not 1; a
+    short sequence), so that no size of the measured configurations is taken
+    for a constant."""
+    if config.model == "vit":
+        return dataclasses.replace(config, batch=2)
+    return Config(config.model, config.dtype, 2, 4 if config.past else 16, 16 if config.past else 0)
+
+
 def export_onnx(config, size, device, path):
     """Exports the configuration's family (batch and sequences symbolic) with
     the dynamo exporter at OPSET to `path`, from the model in its dtype on
@@ -270,11 +279,7 @@ def export_onnx(config, size, device, path):
     import export_models
 
     started = time.perf_counter()
-    # Traced at a shape of its own (batch 2, not 1; a short sequence), so that
-    # no size of the measured configurations is taken for a constant.
-    shape = Config(config.model, config.dtype, 2, 4 if config.past else 16, 16 if config.past else 0)
-    if config.model == "vit":
-        shape = dataclasses.replace(config, batch=2)
+    shape = trace_config(config)
     module = build_module(config, size, device)
     args = tuple(to_torch(make_inputs(shape, size), shape, device))
     partial = path + ".partial"
