@@ -209,7 +209,10 @@ void run_to_the_end(ab_run& ab) {
     ab.out.error = stop.error;
     // --max-time passed in a gate or a warm-up: the pair under way is left out, as a pair
     // the limit cuts after its first burst.
-    if (stop.reason == stop_reason::max_time && !ab.out.pairs.empty()) return;
+    if (stop.reason == stop_reason::max_time) {
+      if (!ab.out.pairs.empty()) return;
+      ab.out.error = "--max-time passed before the first pair was measured: raise --max-time";
+    }
   } catch (const invalid_argument& e) {
     ab.out.stop_reason = stop_reason::invalid_input;
     ab.out.error = e.what();
