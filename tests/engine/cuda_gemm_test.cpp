@@ -3,8 +3,10 @@
 // and bfloat16, the lm_head's Gemm(transB) whose output rows break 16-byte
 // alignment (computed into a padded scratch), Gemm's C accumulated in place,
 // batched and broadcast MatMuls, FusedGemm with bias, GELU and residual
-// epilogues over a padded weight (the aligned_weights pass); each with the
-// algorithm timed and with the heuristic's first, which must agree. Then no
+// epilogues over a padded weight (the aligned_weights pass), a transposed
+// weight padded with zero rows, and a product by a Transpose read in place
+// (the product_transpose pass); each with the algorithm timed and with the
+// heuristic's first, which must agree. Then no
 // timing while the stream is captured, none (and no failure) where the
 // device has no memory left for it, the option's environment switch, and
 // GPT-2 sessions with an odd vocabulary as CUDA graphs across releases.
@@ -217,6 +219,46 @@ TEST(cuda_gemm, a_transposed_weight_padded_with_zero_rows_is_computed_whole_and_
     const auto want = run_graph(g, *cpu, inputs);
     const auto got = run_graph(fused, *gpu, inputs);
     for (const auto& [name, w] : want) expect_close(got.at(name), w, label + " " + name);
+    const std::string columns = type == dtype::float32 ? "1004" : "1008";
+    for (const node& n : fused.nodes) {
+      if (n.op_type != "FusedGemm") continue;
+      const std::string detail = gpu->node_detail(n);
+      EXPECT_NE(detail.find("all " + columns + " computed"), std::string::npos) << detail;
+    }
+  }
+}
+
+TEST(cuda_gemm, a_product_by_a_transpose_reads_the_weight_in_place_and_matches_the_cpu) {
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  // The dynamo export's tied LM head in small: ids -> Gather(w) -> MatMul(., Transpose(w)),
+  // w [1001, 128] (past the constant folder's 64 Ki elements, as GPT-2's wte is): the
+  // product_transpose pass drops the Transpose, aligned_weights pads w to 1008 (1004) rows.
+  const auto cpu = make_backend("cpu");
+  for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
+    const std::string label(to_string(type));
+    SCOPED_TRACE(label);
+    graph g;
+    g.name = "tied_head_by_transpose";
+    g.opset = 20;
+    g.inputs = {declared("ids", dtype::int64, {2, 64})};
+    g.initializers["w"] = random_tensor(type, {1001, 128}, 31, 1.0F / 8.0F);
+    g.nodes.push_back(make_node("Gather", {"w", "ids"}, {"e"}));
+    g.nodes.push_back(
+        make_node("Transpose", {"w"}, {"wt"}, {{"perm", std::vector<std::int64_t>{1, 0}}}));
+    g.nodes.push_back(make_node("MatMul", {"e", "wt"}, {"y"}));
+    g.outputs = {declared("y", type, {2, 64, 1001})};
+    tensor ids(dtype::int64, {2, 64});
+    for (std::int64_t i = 0; i < 128; ++i) ids.data<std::int64_t>()[i] = (i * 37) % 1001;
+    const std::map<std::string, tensor> inputs{{"ids", ids}};
+    const auto gpu = cuda_backend_with(true);
+    graph fused = g;
+    const auto counts = specialize_and_fuse(fused, *gpu);
+    EXPECT_EQ(counts.count("product_transpose"), 1U);
+    EXPECT_EQ(counts.count("aligned_weights"), 1U);
+    for (const node& n : fused.nodes) EXPECT_NE(n.op_type, "Transpose");
+    const auto want = run_graph(g, *cpu, inputs);
+    const auto got = run_graph(fused, *gpu, inputs);
+    expect_close(got.at("y"), want.at("y"), label);
     const std::string columns = type == dtype::float32 ? "1004" : "1008";
     for (const node& n : fused.nodes) {
       if (n.op_type != "FusedGemm") continue;
