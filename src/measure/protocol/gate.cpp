@@ -8,6 +8,16 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
 
+/// stop_at_max_time for the gate's waits: the time waited so far counts as gating.
+void stop_gating_at_max_time(run_state& run, std::int64_t began) {
+  try {
+    stop_at_max_time(run);
+  } catch (const stop_run&) {
+    run.r.seconds_gating += seconds_between(began, run.now());
+    throw;
+  }
+}
+
 /// Waits until the GPU is at or below the target temperature.
 void cool_to_target(run_state& run, std::int64_t began) {
   const protocol_options& o = run.o;
@@ -20,7 +30,7 @@ void cool_to_target(run_state& run, std::int64_t began) {
   }
   while (t && *t > o.target_temp_c) {
     if (run.env.interrupted()) throw stop_run{stop_reason::interrupted, ""};
-    stop_at_max_time(run);
+    stop_gating_at_max_time(run, began);
     if (run.now() - began > to_ns(o.gate_timeout)) {
       run.r.seconds_gating += seconds_between(began, run.now());
       throw stop_run{stop_reason::gate_timeout,
@@ -47,7 +57,7 @@ void wait_until_unthrottled(run_state& run, std::int64_t began) {
       return;
     }
     if (run.env.interrupted()) throw stop_run{stop_reason::interrupted, ""};
-    stop_at_max_time(run);
+    stop_gating_at_max_time(run, began);
     if (run.now() - began > to_ns(run.o.gate_timeout)) {
       run.r.seconds_gating += seconds_between(began, run.now());
       throw stop_run{stop_reason::gate_timeout,
