@@ -102,6 +102,17 @@ std::map<std::string, tensor> case_inputs(const product_case& c, dtype type) {
   return inputs;
 }
 
+// Every FusedGemm of `fused` computed all of its weight's padded columns: N = 1001
+// rounded to 16 bytes, 1004 in float32 and 1008 in 16 bits.
+void expect_all_padded_columns_computed(const graph& fused, const backend& gpu, dtype type) {
+  const std::string columns = type == dtype::float32 ? "1004" : "1008";
+  for (const node& n : fused.nodes) {
+    if (n.op_type != "FusedGemm") continue;
+    const std::string detail = gpu.node_detail(n);
+    EXPECT_NE(detail.find("all " + columns + " computed"), std::string::npos) << detail;
+  }
+}
+
 std::vector<product_case> product_cases() {
   using attrs = std::map<std::string, attribute>;
   const attrs trans_b = {{"transB", std::int64_t{1}}};
@@ -219,12 +230,7 @@ TEST(cuda_gemm, a_transposed_weight_padded_with_zero_rows_is_computed_whole_and_
     const auto want = run_graph(g, *cpu, inputs);
     const auto got = run_graph(fused, *gpu, inputs);
     for (const auto& [name, w] : want) expect_close(got.at(name), w, label + " " + name);
-    const std::string columns = type == dtype::float32 ? "1004" : "1008";
-    for (const node& n : fused.nodes) {
-      if (n.op_type != "FusedGemm") continue;
-      const std::string detail = gpu->node_detail(n);
-      EXPECT_NE(detail.find("all " + columns + " computed"), std::string::npos) << detail;
-    }
+    expect_all_padded_columns_computed(fused, *gpu, type);
   }
 }
 
@@ -259,12 +265,7 @@ TEST(cuda_gemm, a_product_by_a_transpose_reads_the_weight_in_place_and_matches_t
     const auto want = run_graph(g, *cpu, inputs);
     const auto got = run_graph(fused, *gpu, inputs);
     expect_close(got.at("y"), want.at("y"), label);
-    const std::string columns = type == dtype::float32 ? "1004" : "1008";
-    for (const node& n : fused.nodes) {
-      if (n.op_type != "FusedGemm") continue;
-      const std::string detail = gpu->node_detail(n);
-      EXPECT_NE(detail.find("all " + columns + " computed"), std::string::npos) << detail;
-    }
+    expect_all_padded_columns_computed(fused, *gpu, type);
   }
 }
 

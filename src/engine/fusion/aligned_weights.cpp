@@ -103,12 +103,12 @@ std::string unused_name(const graph& g, const graph_index& index, const std::str
 // `transposed` says; returns how many products now read the padded copy.
 std::size_t pad_for_readers(graph& g, const fusion_context& context, const std::string& weight,
                             bool transposed) {
-  const graph_index index(g);
   const tensor& w = g.initializers.at(weight);
   const std::size_t element = size_of(w.type());
-  if (index.is_graph_output(weight)) return 0;
   const std::int64_t n = w.shape()[transposed ? 0 : 1];
-  if (rows_aligned(n, element)) return 0;
+  if (rows_aligned(n, element)) return 0;  // before the index: most weights stop here
+  const graph_index index(g);
+  if (index.is_graph_output(weight)) return 0;
   const auto step = static_cast<std::int64_t>(k_row_bytes / element);
   const std::int64_t columns = (n + step - 1) / step * step;
   const std::string padded = unused_name(g, index, weight);

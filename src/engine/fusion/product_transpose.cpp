@@ -6,8 +6,6 @@
 // where cuBLASLt reads B transposed for free. A FusedGemm without transB
 // (the epilogue pass's) takes the same rewrite. The Transpose stays for any
 // other reader, and goes when the products were its only readers.
-#include <algorithm>
-
 #include "engine/fusion/fusion_graph.hpp"
 #include "engine/fusion/passes.hpp"
 
