@@ -324,30 +324,38 @@ std::vector<figure> detection_trials(bench_context& b, int trials) {
     return r;
   };
   std::vector<figure> out;
-  cm::detail::sentinel sentinel(b.gpu.ordinal());
-  for (int t = 0; t < trials; ++t) {
-    (void)release_device(b);
-    std::vector<double> medians;
-    for (int i = 0; i < 5; ++i) medians.push_back(sentinel.check_ms());
-    const auto calibration = cm::calibrate_sentinel(medians, sensors());
-    add(out, "detection", "calibration", "sentinel", calibration.median_ms);
-    add(out, "detection", "calibration", "noise", calibration.noise, "");
-    auto trial = [&](const char* row) {
-      const auto c = cm::judge_sentinel(calibration, sentinel.check_ms(), sensors(), row);
-      std::printf("trial %d, %s: %s\n", t + 1, row, c.summary().c_str());
-      std::fflush(stdout);
-      add(out, "detection", row, "sentinel", c.median_ms);
-      add(out, "detection", row, "shift", c.shift, "");
-      add(out, "detection", row, "flagged", c.hidden_state() ? 1 : 0, "");
-    };
-    trial("clean");
-    {
-      auto lease = b.gpu.acquire();
-      disturb_with_gemms(lease, b.disturb_on);
+  for (const auto kind : {cm::sentinel_kind::gemm_chain, cm::sentinel_kind::l1_walk}) {
+    const std::string table = "detection, " + cm::to_string(kind) + " sentinel";
+    cm::detail::sentinel sentinel(b.gpu.ordinal(), kind);
+    for (int t = 0; t < trials; ++t) {
+      (void)release_device(b);
+      std::vector<double> medians;
+      for (int i = 0; i < 5; ++i) medians.push_back(sentinel.check_ms());
+      const auto calibration = cm::calibrate_sentinel(medians, sensors());
+      add(out, table, "calibration", "sentinel", calibration.median_ms);
+      add(out, table, "calibration", "noise", calibration.noise, "");
+      auto trial = [&](const char* row) {
+        const auto c = cm::judge_sentinel(calibration, sentinel.check_ms(), sensors(), row);
+        std::printf("%s, trial %d, %s: %s\n", table.c_str(), t + 1, row, c.summary().c_str());
+        std::fflush(stdout);
+        add(out, table, row, "sentinel", c.median_ms);
+        add(out, table, row, "shift", c.shift, "");
+        add(out, table, row, "flagged", c.hidden_state() ? 1 : 0, "");
+      };
+      trial("clean");
+      {
+        auto lease = b.gpu.acquire();
+        disturb_with_shared_memory(lease, 200, b.disturb_on);
+      }
+      trial("after the 200 KB kernel");
+      {
+        auto lease = b.gpu.acquire();
+        disturb_with_gemms(lease, b.disturb_on);
+      }
+      trial("after the bf16 GEMMs as well");
+      (void)dev::touch_from_another_process(b.gpu.ordinal());
+      trial("after a touch");
     }
-    trial("after the bf16 GEMMs");
-    (void)dev::touch_from_another_process(b.gpu.ordinal());
-    trial("after a touch");
   }
   (void)release_device(b);
   return out;

@@ -81,9 +81,6 @@ class gpu_environment final : public host_environment {
         m_ordinal(ordinal),
         m_release(release),
         m_telemetry(ordinal),
-#ifdef COOLBENCH_MEASURE_HAVE_CUDA
-        m_sentinel(ordinal),
-#endif
         m_learned(learned_energy_period(ordinal)),
         m_sampler(telemetry::make_gpu_source(ordinal),
                   protocol_sampler_options(period, !m_learned.has_value())) {
@@ -142,9 +139,12 @@ class gpu_environment final : public host_environment {
 
   bool resets_context() const override { return m_release != context_release::keep; }
 
-  std::optional<double> sentinel_ms() override {
+  std::optional<sentinel_reading> check_sentinel(sentinel_kind kind) override {
 #ifdef COOLBENCH_MEASURE_HAVE_CUDA
-    return m_sentinel.check_ms();
+    if (kind == sentinel_kind::none) return std::nullopt;
+    auto& s = kind == sentinel_kind::gemm_chain ? m_gemm_sentinel : m_walk_sentinel;
+    if (!s) s = std::make_unique<detail::sentinel>(m_ordinal, kind);
+    return s->check();
 #else
     return std::nullopt;
 #endif
@@ -186,7 +186,8 @@ class gpu_environment final : public host_environment {
   context_release m_release;
   telemetry::gpu_telemetry m_telemetry;
 #ifdef COOLBENCH_MEASURE_HAVE_CUDA
-  detail::sentinel m_sentinel;
+  std::unique_ptr<detail::sentinel> m_gemm_sentinel;  // made at their first check
+  std::unique_ptr<detail::sentinel> m_walk_sentinel;
 #endif
   std::optional<telemetry::energy_probe_result> m_learned;  ///< by an earlier environment
   telemetry::sampler m_sampler;

@@ -1,4 +1,4 @@
-// The sentinel's decision (docs/measure.md, "Hidden state"): has a short L1-sensitive sequence
+// The sentinel's decision (docs/measure.md, "Hidden state"): has a short reference sequence
 // moved beyond its own noise while every sensor stayed where it was?
 #include "coolbench/measure/hidden_state.hpp"
 
@@ -99,6 +99,7 @@ sentinel_check judge_sentinel(const sentinel_calibration& calibration, double me
   sentinel_check c;
   c.where = std::move(where);
   c.median_ms = median_ms;
+  c.reference_ms = calibration.median_ms;
   c.shift = calibration.median_ms > 0 ? median_ms / calibration.median_ms - 1 : 0;
   c.threshold = std::max(policy.min_shift, policy.noise_factor * calibration.noise);
   c.moved = std::abs(c.shift) > c.threshold;
@@ -109,7 +110,9 @@ sentinel_check judge_sentinel(const sentinel_calibration& calibration, double me
 
 std::string sentinel_check::summary() const {
   std::string s;
-  if (!moved) {
+  if (!judged) {
+    s = "sentinel not judged";
+  } else if (!moved) {
     s = "sentinel " + percent(shift) + ", within its noise (" + percent(threshold).substr(1) + ")";
   } else if (sensors_unchanged) {
     s = "hidden state: sentinel " + percent(shift) + ", sensors unchanged";

@@ -138,6 +138,10 @@ std::vector<option_spec> make_table() {
                     "What clears hidden GPU state before a run and between a kept context's "
                     "bursts: none, release, touch or process",
                     isolation_names, &protocol_options::isolation, parse_isolation));
+  t.push_back(named("sentinel",
+                    "What watches for hidden GPU state: gemm-chain (a GPT-2-shaped fp16 GEMM "
+                    "chain), l1-walk or none",
+                    sentinel_kind_names, &protocol_options::sentinel, parse_sentinel_kind));
   t.push_back(entry("context_min_samples", k::integer, "", "Kept samples a context needs to count",
                     1, most, &protocol_options::context_min_samples));
   t.push_back(entry("level_spacing", k::number, "",

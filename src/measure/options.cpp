@@ -29,6 +29,9 @@ const name_list<isolation> k_isolations = {{"none", isolation::none},
                                            {"release", isolation::release},
                                            {"touch", isolation::touch},
                                            {"process", isolation::process}};
+const name_list<sentinel_kind> k_sentinels = {{"gemm-chain", sentinel_kind::gemm_chain},
+                                              {"l1-walk", sentinel_kind::l1_walk},
+                                              {"none", sentinel_kind::none}};
 
 template <class E>
 std::string name_of(E value, name_list<E> names) {
@@ -61,6 +64,7 @@ std::string to_string(run_mode mode) { return name_of(mode, k_modes); }
 std::string to_string(sampling_policy policy) { return name_of(policy, k_policies); }
 std::string to_string(throttle_action action) { return name_of(action, k_actions); }
 std::string to_string(isolation i) { return name_of(i, k_isolations); }
+std::string to_string(sentinel_kind kind) { return name_of(kind, k_sentinels); }
 run_mode parse_run_mode(const std::string& text) { return parse_enum(text, k_modes, "mode"); }
 sampling_policy parse_sampling_policy(const std::string& text) {
   return parse_enum(text, k_policies, "policy");
@@ -74,6 +78,10 @@ std::vector<std::string> throttle_action_names() { return names_of(k_actions); }
 std::vector<std::string> isolation_names() { return names_of(k_isolations); }
 isolation parse_isolation(const std::string& text) {
   return parse_enum(text, k_isolations, "isolation");
+}
+std::vector<std::string> sentinel_kind_names() { return names_of(k_sentinels); }
+sentinel_kind parse_sentinel_kind(const std::string& text) {
+  return parse_enum(text, k_sentinels, "sentinel");
 }
 
 int default_contexts(run_mode mode, sampling_policy policy, bool resets_context) {

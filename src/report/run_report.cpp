@@ -115,7 +115,8 @@ nlohmann::json options_json(const measure::protocol_options& o) {
           {"contexts", o.contexts},
           {"context_min_samples", o.context_min_samples},
           {"level_spacing", o.level_spacing},
-          {"isolation", to_string(o.isolation)}};
+          {"isolation", to_string(o.isolation)},
+          {"sentinel", to_string(o.sentinel)}};
 }
 
 nlohmann::json hidden_state_json(const std::optional<measure::hidden_state_record>& h) {
@@ -124,9 +125,11 @@ nlohmann::json hidden_state_json(const std::optional<measure::hidden_state_recor
   for (const auto& c : h->checks) {
     checks.push_back({{"where", c.where},
                       {"median_ms", c.median_ms},
+                      {"reference_ms", c.reference_ms},
                       {"shift", c.shift},
                       {"threshold", c.threshold},
                       {"moved", c.moved},
+                      {"judged", c.judged},
                       {"sensors_unchanged", c.sensors_unchanged},
                       {"sensor_change", c.sensor_change},
                       {"hidden_state", c.hidden_state()},
@@ -134,10 +137,12 @@ nlohmann::json hidden_state_json(const std::optional<measure::hidden_state_recor
                       {"summary", c.summary()}});
   }
   return {{"summary", h->summary()},
+          {"sentinel", to_string(h->sentinel)},
           {"isolation", to_string(h->applied)},
           {"calibration_ms", h->calibration.median_ms},
           {"calibration_noise", h->calibration.noise},
           {"calibration_checks", h->calibration.checks},
+          {"calibrations", h->calibrations},
           {"clearings", h->clearings},
           {"checks", checks}};
 }

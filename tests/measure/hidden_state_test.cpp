@@ -47,11 +47,12 @@ TEST(HiddenState, AMoveWithSteadySensorsIsHiddenState) {
 }
 
 TEST(HiddenState, WithinTheNoiseIsNotAMove) {
-  const auto c = judge_sentinel(clean(), 0.0400 * 1.011, nominal, "start");
+  const auto c = judge_sentinel(clean(), 0.0400 * 1.008, nominal, "start");
   EXPECT_FALSE(c.moved);
   EXPECT_FALSE(c.hidden_state());
-  EXPECT_DOUBLE_EQ(c.threshold, 0.02);  // the floor: 4 x 0.3 % is below it
-  EXPECT_EQ(c.summary(), "sentinel +1.1 %, within its noise (2.0 %)");
+  EXPECT_NEAR(c.threshold, 0.012, 1e-9);  // 4 x the calibration's 0.3 %, above the 1 % floor
+  EXPECT_EQ(c.summary(), "sentinel +0.8 %, within its noise (1.2 %)");
+  EXPECT_DOUBLE_EQ(c.reference_ms, clean().median_ms);
 }
 
 TEST(HiddenState, ANoisyCalibrationRaisesTheThreshold) {
@@ -107,6 +108,25 @@ TEST(HiddenState, SimulatedTrialsFlagDisturbedAndNotClean) {
     for (int i = 0; i < 5; ++i) calibration.push_back(check(1.0));
     const auto c = calibrate_sentinel(calibration, nominal);
     flagged_disturbed += judge_sentinel(c, check(1.09), nominal, "d").hidden_state() ? 1 : 0;
+    flagged_clean += judge_sentinel(c, check(1.0), nominal, "c").hidden_state() ? 1 : 0;
+  }
+  EXPECT_EQ(flagged_disturbed, 1000);
+  EXPECT_EQ(flagged_clean, 0);
+}
+
+/// The H100's size of the state (a GEMM chain 2.2 % faster, docs/perf/hidden-state.md §8) with
+/// checks that scatter by 0.1 %: above the 1 % floor in every trial, and no clean one flagged.
+TEST(HiddenState, SimulatedTrialsFlagTheH100SizedState) {
+  std::mt19937 random(11);
+  std::normal_distribution<double> scatter(0.0, 0.001);
+  auto check = [&](double level) { return 0.25 * level * (1 + scatter(random)); };
+  int flagged_disturbed = 0;
+  int flagged_clean = 0;
+  for (int trial = 0; trial < 1000; ++trial) {
+    std::vector<double> calibration;
+    for (int i = 0; i < 5; ++i) calibration.push_back(check(1.0));
+    const auto c = calibrate_sentinel(calibration, nominal);
+    flagged_disturbed += judge_sentinel(c, check(0.978), nominal, "d").hidden_state() ? 1 : 0;
     flagged_clean += judge_sentinel(c, check(1.0), nominal, "c").hidden_state() ? 1 : 0;
   }
   EXPECT_EQ(flagged_disturbed, 1000);

@@ -84,6 +84,17 @@ TEST(Options, NamesRoundTrip) {
   for (const auto& name : throttle_action_names()) {
     EXPECT_EQ(to_string(parse_throttle_action(name)), name);
   }
+  for (const auto& name : isolation_names()) EXPECT_EQ(to_string(parse_isolation(name)), name);
+  for (const auto& name : sentinel_kind_names()) {
+    EXPECT_EQ(to_string(parse_sentinel_kind(name)), name);
+  }
+  EXPECT_EQ(to_string(protocol_options{}.sentinel), "gemm-chain");
+  try {
+    (void)parse_sentinel_kind("walk");
+    ADD_FAILURE() << "an unknown sentinel was accepted";
+  } catch (const invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("gemm-chain"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

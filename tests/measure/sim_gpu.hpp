@@ -303,14 +303,21 @@ class environment final : public measure::environment {
     m_gpu.idle_for(80);  // a release costs about 80 ms (docs/perf/release.md)
     return "release: simulated";
   }
-  /// The sentinel: its clean figure, 9.3 % more in hidden state, a ±0.1 % wobble.
-  std::optional<double> sentinel_ms() override {
-    if (!sentinel_clean_ms) return std::nullopt;
+  /// The sentinel: its clean figure, 9.3 % more in hidden state, a ±0.1 % wobble; with
+  /// `sentinel_lottery`, each context draws a level of its own as a latency-bound chain does
+  /// (docs/perf/thermal.md): 0, +2.5 % or -1.5 % in turn, one per release.
+  std::optional<sentinel_reading> check_sentinel(sentinel_kind kind) override {
+    if (!sentinel_clean_ms || kind == sentinel_kind::none) return std::nullopt;
     ++sentinel_checks;
     const double wobble = 1 + 0.001 * ((sentinel_checks % 3) - 1);
+    const auto context = static_cast<std::uint64_t>(m_gpu.device_releases + isolation_releases);
+    const double levels[] = {0, 0.025, -0.015};
+    const double level = sentinel_lottery ? levels[context % 3] : 0;
     m_gpu.idle_for(2);
-    return *sentinel_clean_ms * (m_gpu.hidden_state ? 1.093 : 1.0) * wobble;
+    return sentinel_reading{
+        *sentinel_clean_ms * (m_gpu.hidden_state ? 1.093 : 1.0) * (1 + level) * wobble, context};
   }
+  bool sentinel_lottery = false;
   /// The sampler's start-up probe (energy_probe_options), run over this GPU's counter read at
   /// every telemetry tick from t = 0; or `probe_result` as given.
   std::optional<telemetry::energy_probe_result> energy_counter_probe() override {
@@ -331,6 +338,7 @@ class environment final : public measure::environment {
     if (how == isolation::release && keep_context) return {};
     isolations.push_back(to_string(how));
     if (!isolation_fails) m_gpu.hidden_state = false;
+    if (how == isolation::release) ++isolation_releases;  // a new context, as a device release
     m_gpu.idle_for(how == isolation::touch ? 220 : 80);
     return "isolation " + to_string(how) + ": simulated";
   }
@@ -338,6 +346,7 @@ class environment final : public measure::environment {
   /// The sentinel's clean figure; empty: the environment has no sentinel (the default).
   std::optional<double> sentinel_clean_ms;
   int sentinel_checks = 0;
+  int isolation_releases = 0;           ///< contexts made anew by isolation::release
   std::vector<std::string> isolations;  ///< the isolations done, in order
   bool isolation_fails = false;         ///< an isolation that leaves the state
   bool interrupted() override { return interrupt_after >= 0 && ++m_polls > interrupt_after; }

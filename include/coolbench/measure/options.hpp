@@ -40,20 +40,29 @@ enum class throttle_action : std::uint8_t { discard, label };
 /// a process of its own (`coolbench run` with several workloads).
 enum class isolation : std::uint8_t { none, release, touch, process };
 
+/// The hidden-state sentinel (docs/measure.md, "Hidden state"). `gemm_chain`: GPT-2 small's 48
+/// fp16 GEMMs through cuBLASLt, the kind of latency-bound chain the state was seen to move.
+/// `l1_walk`: dependent loads through a 64 KiB table in L1, the first candidate. `none`: no
+/// sentinel (no checks, no isolation because of one; the isolation at the start still runs).
+enum class sentinel_kind : std::uint8_t { gemm_chain, l1_walk, none };
+
 [[nodiscard]] std::string to_string(run_mode mode);
 [[nodiscard]] std::string to_string(sampling_policy policy);
 [[nodiscard]] std::string to_string(throttle_action action);
 [[nodiscard]] std::string to_string(isolation i);
+[[nodiscard]] std::string to_string(sentinel_kind kind);
 /// Parse the names above; throw invalid_argument listing the valid ones.
 [[nodiscard]] run_mode parse_run_mode(const std::string& text);
 [[nodiscard]] sampling_policy parse_sampling_policy(const std::string& text);
 [[nodiscard]] throttle_action parse_throttle_action(const std::string& text);
 [[nodiscard]] isolation parse_isolation(const std::string& text);
+[[nodiscard]] sentinel_kind parse_sentinel_kind(const std::string& text);
 /// The valid names, in the order messages list them.
 [[nodiscard]] std::vector<std::string> run_mode_names();
 [[nodiscard]] std::vector<std::string> sampling_policy_names();
 [[nodiscard]] std::vector<std::string> throttle_action_names();
 [[nodiscard]] std::vector<std::string> isolation_names();
+[[nodiscard]] std::vector<std::string> sentinel_kind_names();
 struct protocol_options {
   run_mode mode = run_mode::cold;
   sampling_policy policy = sampling_policy::coolbench;
@@ -136,6 +145,7 @@ struct protocol_options {
   // Hidden state (docs/measure.md, "Hidden state"): what clears it at the start of a run, between
   // a kept context's bursts, and before a burst whose sentinel moved.
   measure::isolation isolation = measure::isolation::touch;
+  measure::sentinel_kind sentinel = measure::sentinel_kind::gemm_chain;
 
   std::uint64_t seed = 1;  ///< for the bootstrap
 };

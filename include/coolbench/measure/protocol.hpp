@@ -53,9 +53,12 @@ class environment {
   [[nodiscard]] virtual bool resets_context() const { return true; }
   /// True once the user asked to stop (Ctrl-C).
   [[nodiscard]] virtual bool interrupted() = 0;
-  /// One check of the hidden-state sentinel (docs/measure.md, "Hidden state"): its median in
-  /// ms, or empty where the environment has none.
-  [[nodiscard]] virtual std::optional<double> sentinel_ms() { return std::nullopt; }
+  /// One check of the hidden-state sentinel `kind` (docs/measure.md, "Hidden state"): its
+  /// median in ms and the context it ran in, or empty where the environment has none.
+  [[nodiscard]] virtual std::optional<sentinel_reading> check_sentinel(sentinel_kind kind) {
+    (void)kind;
+    return std::nullopt;
+  }
   /// What the environment learned at its start of how often the GPU's energy counter moves
   /// (telemetry::energy_period_probe; docs/measure.md, "Energy"), waiting for the probe to
   /// finish (at most about a second); empty where it did not try (a CPU environment, a

@@ -1,29 +1,49 @@
-// The hidden-state sentinel on a real GPU (docs/measure.md, "Hidden state"): one check is the
-// median of 30 timed passes of the L1-sensitive walk (sentinel_kernel.hpp), after warming the
-// GPU until the passes settle (an idle H200 runs its first passes at a low clock).
+// The hidden-state sentinel on a real GPU (docs/measure.md, "Hidden state"). Two kinds:
+// - gemm_chain (the default): GPT-2 small's 48 fp16 GEMMs at sequence 128 through cuBLASLt
+//   (the gemm:fp16:gpt2-small workload), the kind of latency-bound chain the state moves (on
+//   an H100 such a chain ran 1.7-2.4 % faster after a 200 KB shared-memory kernel or bf16
+//   GEMMs, back after a touch: docs/perf/hidden-state.md §8). Its figure is also drawn per
+//   CUDA context (docs/perf/thermal.md), so a check is only comparable with a calibration
+//   made in the same context (`context` below).
+// - l1_walk: dependent loads through a 64 KiB table in L1 (sentinel_kernel.hpp), the first
+//   candidate; it did not move on the H200 in any disturbance tried (§6).
+// One check is the median of the timed passes after warming the GPU until the passes settle
+// (an idle GPU runs its first passes at a low clock).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 
+#include "coolbench/measure/hidden_state.hpp"
+#include "coolbench/measure/options.hpp"
+
 namespace coolbench::measure::detail {
 
 class sentinel {
  public:
-  explicit sentinel(int ordinal);
+  /// Throws invalid_argument for sentinel_kind::none.
+  sentinel(int ordinal, sentinel_kind kind);
   ~sentinel();
   sentinel(const sentinel&) = delete;
   sentinel& operator=(const sentinel&) = delete;
 
-  /// One check's median pass time in ms, through a lease of its own (taken and dropped here,
-  /// so a release is never refused on its account). Its memory and events are made once per
-  /// context generation. Throws cuda_error when the GPU refuses.
-  [[nodiscard]] double check_ms();
+  /// One check, through a lease of its own (taken and dropped here, so a release is never
+  /// refused on its account). Memory and events are made once per context generation. Throws
+  /// cuda_error when the GPU refuses, not_available when cuBLASLt has no algorithm.
+  [[nodiscard]] sentinel_reading check();
+  /// check()'s median alone.
+  [[nodiscard]] double check_ms() { return check().median_ms; }
 
  private:
-  struct resources;
+  struct walk_resources;
+  struct chain_resources;
+  sentinel_reading check_walk();
+  sentinel_reading check_chain();
+
   int m_ordinal;
-  std::unique_ptr<resources> m_resources;
+  sentinel_kind m_kind;
+  std::unique_ptr<walk_resources> m_walk;
+  std::unique_ptr<chain_resources> m_chain;
 };
 
 }  // namespace coolbench::measure::detail
