@@ -74,7 +74,7 @@ sentinel_reading sentinel::check_chain() {
   sentinel_reading r;
   try {
     chain.prepare();
-    r.context = device::device::get(m_ordinal).acquire().generation();
+    r.context = device::device::get(m_ordinal).status().generation;  // the chain's, prepared
     const double ms = settled_median(
         [&](int runs) {
           std::vector<double> t;
