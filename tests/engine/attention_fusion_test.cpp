@@ -267,6 +267,25 @@ TEST(attention_fusion, recognises_folded_causal_masks) {
   }
 }
 
+// Every GPT-2 export, without a past too: the causal mask becomes the flag, so the kernel
+// reads no mask tensor.
+TEST(attention_fusion, every_gpt2_export_attends_causally_without_a_mask_tensor) {
+  for (const char* folder : {"test_gpt2_dynamo_op18_nopast", "test_gpt2_torchscript_op18_nopast",
+                             "test_gpt2_torchscript_op18_past"}) {
+    SCOPED_TRACE(folder);
+    graph g = load_onnx(k_models / folder / "model.onnx");
+    const bool past = std::string(folder).ends_with("_past");
+    const symbol_bindings bound = past ? symbol_bindings{{"batch", 1}, {"sequence", 4}, {"past_sequence", 8}}
+                                       : symbol_bindings{{"batch", 1}, {"sequence", 16}};
+    ASSERT_EQ(specialize_and_fuse(g, bound), 2U);
+    for (const node& n : g.nodes) {
+      if (n.op_type != "Attention") continue;
+      EXPECT_EQ(n.get<std::int64_t>("causal"), 1);
+      EXPECT_EQ(n.inputs.size(), 3U) << "a mask or bias input is left";
+    }
+  }
+}
+
 // coolbench's GPT-2: 2 layers of width 64, 4 heads.
 graph small_gpt2() {
   gpt2_config config;
