@@ -6,7 +6,8 @@
 #                                         release-check release-bench kernels-sanitizer
 #                                         kernels-bench telemetry-bench
 #                                         thermal-latency thermal-power contexts foreign
-#                                         models engine-vs-torch (default: the first six)
+#                                         models engine-vs-torch lottery hidden-state
+#                                         (default: the first six)
 # COOLBENCH_BUILD_TARGETS (space-separated) builds only those targets, for a short call.
 # models: the small PyTorch exports on CPU and CUDA (ctest conformance_torch_models*)
 # and the full-size model table (tools/check_full_models.py; COOLBENCH_MODELS_ARGS
@@ -159,6 +160,24 @@ if want contexts; then
     build/bin/coolbench run --workload gemm:bf16:8192:8192:8192:1 --max-time 20 --quiet; echo "rc=$?"
   } >"$out/contexts.md" 2>&1
   grep -E "^\| [0-9]|^latency|^mean of|median|stopped|rc=" "$out/contexts.md" | head -60
+fi
+if want lottery; then
+  # Where a context's level comes from: the chain beside per-part probes (docs/perf/ci.md,
+  # "The lottery"); about 1.5 s a context.
+  build/bench/lottery --contexts 16 --json "$out/lottery.json" >"$out/lottery.md" 2>&1
+  echo "rc=$?" >>"$out/lottery.md"
+  sed -n '/^| probe/,$p' "$out/lottery.md"
+fi
+if want hidden-state; then
+  # The sentinels' detection table and the isolation table (docs/perf/hidden-state.md §9).
+  build/bench/order_effect --part detect --disturb-on raw --json "$out/detect.json" \
+    >"$out/detect.md" 2>&1
+  echo "rc=$?" >>"$out/detect.md"
+  build/bench/order_effect --part isolation --victim fp16:library:blocking --disturb-on raw \
+    --repeats 3 --json "$out/isolation.json" >"$out/isolation.md" 2>&1
+  echo "rc=$?" >>"$out/isolation.md"
+  grep -vE "^(detection|trial)" "$out/detect.md" | tail -30
+  tail -25 "$out/isolation.md"
 fi
 if want thermal-latency; then
   # GPT-2 small's 48 layer GEMMs at sequence 128: latency-bound, barely heats,

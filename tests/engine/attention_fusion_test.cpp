@@ -275,8 +275,9 @@ TEST(attention_fusion, every_gpt2_export_attends_causally_without_a_mask_tensor)
     SCOPED_TRACE(folder);
     graph g = load_onnx(k_models / folder / "model.onnx");
     const bool past = std::string(folder).ends_with("_past");
-    const symbol_bindings bound = past ? symbol_bindings{{"batch", 1}, {"sequence", 4}, {"past_sequence", 8}}
-                                       : symbol_bindings{{"batch", 1}, {"sequence", 16}};
+    const symbol_bindings bound =
+        past ? symbol_bindings{{"batch", 1}, {"sequence", 4}, {"past_sequence", 8}}
+             : symbol_bindings{{"batch", 1}, {"sequence", 16}};
     ASSERT_EQ(specialize_and_fuse(g, bound), 2U);
     for (const node& n : g.nodes) {
       if (n.op_type != "Attention") continue;
