@@ -122,14 +122,19 @@ std::vector<figure> survey_victims(bench_context& b) {
 
 namespace {
 
-/// Moves knob `knob` (0 input copy, 1 data range, 2 data flow, 3 timing) of `f` to the
-/// reference program's side, or back to this victim's.
+constexpr int knobs = 6;
+
+/// Moves knob `knob` (0 input copy, 1 data range, 2 data flow, 3 replays per event, 4 a
+/// host wait per interval, 5 cudaMalloc'd memory) of `f` to the reference program's side, or
+/// back to this victim's.
 void set_knob(victim_form& f, int knob, bool reference_side) {
   switch (knob) {
     case 0: f.input_copy = !reference_side; break;
     case 1: f.wide_data = reference_side; break;
     case 2: f.in_place = reference_side; break;
-    default: f.launches_per_event = reference_side ? 10 : 1; break;
+    case 3: f.launches_per_event = reference_side ? 10 : 1; break;
+    case 4: f.sync_each = reference_side; break;
+    default: f.raw_memory = reference_side; break;
   }
 }
 
@@ -137,9 +142,9 @@ void set_knob(victim_form& f, int knob, bool reference_side) {
 /// the reference's less each knob.
 std::vector<victim_form> forms_to_bisect() {
   victim_form reference{};
-  for (int knob = 0; knob < 4; ++knob) set_knob(reference, knob, true);
+  for (int knob = 0; knob < knobs; ++knob) set_knob(reference, knob, true);
   std::vector<victim_form> forms{victim_form{}};
-  for (int knob = 0; knob < 4; ++knob) {
+  for (int knob = 0; knob < knobs; ++knob) {
     victim_form one{};
     set_knob(one, knob, true);
     victim_form all_but = reference;

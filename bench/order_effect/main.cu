@@ -48,7 +48,7 @@ struct options {
                "[--part all|survey|bisect|kernels|sentinel|isolation|detect|profile] [--repeats R] "
                "[--replays N] [--victim fp16|fp32[:lease|none|library[:lease|blocking[:FORM]]]] "
                "[--disturb-on legacy|lease|raw] [--json PATH]\n"
-               "FORM: reference, or nocopy, wide, inplace, batch10 joined by '+'\n",
+               "FORM: reference, or nocopy, wide, inplace, batch10, sync, rawmem joined by '+'\n",
                why.c_str());
   std::exit(2);
 }

@@ -69,7 +69,7 @@ __global__ void gelu_residual_kernel(__half* x, const __half* residual, int n) {
   x[i] = __float2half(g + 0.01f * __half2float(residual[i]));
 }
 
-__half* half_of(const dev::buffer& b) { return static_cast<__half*>(b.get()); }
+__half* half_of(void* p) { return static_cast<__half*>(p); }
 
 }  // namespace
 
@@ -86,6 +86,8 @@ std::string describe(const victim_config& c) {
   if (c.form.in_place) s += ", in place";
   if (c.form.launches_per_event != 1)
     s += ", " + std::to_string(c.form.launches_per_event) + " replays per event";
+  if (c.form.sync_each) s += ", synchronised per interval";
+  if (c.form.raw_memory) s += ", cudaMalloc'd";
   return s;
 }
 
@@ -94,7 +96,7 @@ namespace {
 victim_form parse_form(const std::string& spec) {
   victim_form f;
   if (spec.empty()) return f;
-  if (spec == "reference") return {false, true, true, 10};
+  if (spec == "reference") return {false, true, true, 10, true, true};
   for (std::size_t from = 0;;) {
     const auto plus = spec.find('+', from);
     const std::string knob = spec.substr(from, plus - from);
@@ -106,9 +108,15 @@ victim_form parse_form(const std::string& spec) {
       f.in_place = true;
     } else if (knob == "batch10") {
       f.launches_per_event = 10;
+    } else if (knob == "sync") {
+      f.sync_each = true;
+    } else if (knob == "rawmem") {
+      f.raw_memory = true;
     } else {
       throw coolbench::error(
-          "victim form: reference, or nocopy, wide, inplace, batch10 joined by '+', not " + knob);
+          "victim form: reference, or nocopy, wide, inplace, batch10, sync, rawmem joined by '+', "
+          "not " +
+          knob);
     }
     if (plus == std::string::npos) break;
     from = plus + 1;
@@ -125,6 +133,8 @@ std::string form_spec(const victim_form& f) {
   add(f.wide_data, "wide");
   add(f.in_place, "inplace");
   add(f.launches_per_event == 10, "batch10");
+  add(f.sync_each, "sync");
+  add(f.raw_memory, "rawmem");
   return s;
 }
 
@@ -200,19 +210,31 @@ victim::victim(dev::lease& lease, const victim_config& config)
   const std::size_t acts[6] = {std::size_t{seq} * hidden,     std::size_t{seq} * hidden,
                                std::size_t{seq} * 3 * hidden, std::size_t{seq} * hidden,
                                std::size_t{seq} * 4 * hidden, std::size_t{seq} * hidden};
+  const auto allocate = [&](std::size_t bytes) {
+    if (config.form.raw_memory) {
+      void* p = nullptr;
+      COOLBENCH_CUDA_CALL(cudaMalloc(&p, bytes));
+      m_raw.push_back(p);
+      m_ptr.push_back(p);
+    } else {
+      m_buffers.push_back(lease.allocate(bytes));
+      m_ptr.push_back(m_buffers.back().get());
+    }
+    return m_ptr.back();
+  };
   std::uint32_t seed = 11;
   for (int i = 0; i < 4; ++i) {
     const std::size_t n = weights[i] * layers;
-    m_buffers.push_back(lease.allocate(n * sizeof(__half)));
+    void* p = allocate(n * sizeof(__half));
     const float k = i == 3 ? 4.0f * hidden : static_cast<float>(hidden);
     const float scale = config.form.wide_data ? 0.5f : std::sqrt(3.0f / k);
-    fill<__half>(m_buffers.back().get(), n, seed++, scale, m_stream);
+    fill<__half>(p, n, seed++, scale, m_stream);
   }
   for (const std::size_t n : acts) {
-    m_buffers.push_back(lease.allocate(n * sizeof(__half)));
-    fill<__half>(m_buffers.back().get(), n, seed++, config.form.wide_data ? 0.5f : 1.0f, m_stream);
+    void* p = allocate(n * sizeof(__half));
+    fill<__half>(p, n, seed++, config.form.wide_data ? 0.5f : 1.0f, m_stream);
   }
-  m_buffers.push_back(lease.allocate(workspace_bytes));
+  (void)allocate(workspace_bytes);
   // The own kernels' carveout hint, 0 = the largest L1; once set, it is set
   // back to -1 ("no preference") for a victim without a hint.
   static bool hinted = false;
@@ -231,7 +253,7 @@ victim::victim(dev::lease& lease, const victim_config& config)
       lease.adopt(dev::resource_kind::blas_handle, [handle] { cublasDestroy(handle); }));
   COOLBENCH_CUBLAS_CALL(cublasSetStream(handle, m_stream));
   if (config.workspace == blas_workspace::lease)
-    COOLBENCH_CUBLAS_CALL(cublasSetWorkspace(handle, m_buffers[workspace].get(), workspace_bytes));
+    COOLBENCH_CUBLAS_CALL(cublasSetWorkspace(handle, m_ptr[workspace], workspace_bytes));
   if (config.workspace == blas_workspace::none)
     COOLBENCH_CUBLAS_CALL(cublasSetWorkspace(handle, nullptr, 0));
   build_graph();
@@ -241,6 +263,15 @@ victim::~victim() {
   // The graph and the handle before the memory they use.
   while (!m_owned.empty()) m_owned.pop_back();
   m_buffers.clear();
+  if (!m_raw.empty()) {
+    // Freed now, so a release after this victim is not refused for memory the library
+    // did not allocate. After a release the pointers are gone with the context.
+    if (m_lease.generation() == dev::device::get(m_lease.ordinal()).status().generation) {
+      (void)cudaDeviceSynchronize();
+      for (void* p : m_raw) (void)cudaFree(p);
+    }
+    m_raw.clear();
+  }
 }
 
 void victim::gemm(const void* a, int lda, const void* b, int ldb, void* c, int ldc, int m, int n,
@@ -262,12 +293,12 @@ void victim::gemm(const void* a, int lda, const void* b, int ldb, void* c, int l
 }
 
 void victim::enqueue(const std::function<void(const std::string&)>& mark) {
-  const auto& b = m_buffers;
+  const auto& b = m_ptr;
   const victim_form& form = m_config.form;
   if (form.input_copy) {
     const std::size_t row_bytes = std::size_t{seq} * hidden * sizeof(__half);
     COOLBENCH_CUDA_CALL(
-        cudaMemcpyAsync(b[x].get(), b[input].get(), row_bytes, cudaMemcpyDeviceToDevice, m_stream));
+        cudaMemcpyAsync(b[x], b[input], row_bytes, cudaMemcpyDeviceToDevice, m_stream));
     mark("copy input");
   }
   // In place (the reference's flow) the norms overwrite their input and the output
@@ -285,10 +316,10 @@ void victim::enqueue(const std::function<void(const std::string&)>& mark) {
     row_norm_kernel<<<seq, norm_threads, norm_bytes, m_stream>>>(half_of(b[x]), normed_x, hidden);
     COOLBENCH_CUDA_CALL(cudaGetLastError());
     mark("row norm 128x768");
-    gemm(normed_x, hidden, wq, 3 * hidden, b[qkv].get(), 3 * hidden, seq, 3 * hidden, hidden);
+    gemm(normed_x, hidden, wq, 3 * hidden, b[qkv], 3 * hidden, seq, 3 * hidden, hidden);
     mark("gemm 128x2304x768");
     // Attention itself is left out; its output projection reads the first third of qkv.
-    gemm(b[qkv].get(), qkv_ld, wo, hidden, b[att].get(), hidden, seq, hidden, hidden);
+    gemm(b[qkv], qkv_ld, wo, hidden, b[att], hidden, seq, hidden, hidden);
     mark("gemm 128x768x768");
     gelu_residual_kernel<<<seq * hidden / 256, 256, 0, m_stream>>>(half_of(b[att]), half_of(b[x]),
                                                                    seq * hidden);
@@ -298,13 +329,13 @@ void victim::enqueue(const std::function<void(const std::string&)>& mark) {
                                                                  hidden);
     COOLBENCH_CUDA_CALL(cudaGetLastError());
     mark("row norm 128x768");
-    gemm(normed_att, hidden, wu, 4 * hidden, b[ff].get(), 4 * hidden, seq, 4 * hidden, hidden);
+    gemm(normed_att, hidden, wu, 4 * hidden, b[ff], 4 * hidden, seq, 4 * hidden, hidden);
     mark("gemm 128x3072x768");
     gelu_residual_kernel<<<seq * 4 * hidden / 256, 256, 0, m_stream>>>(
         half_of(b[ff]), half_of(b[ff]), seq * 4 * hidden);
     COOLBENCH_CUDA_CALL(cudaGetLastError());
     mark("gelu 128x3072");
-    gemm(b[ff].get(), 4 * hidden, wd, hidden, b[x].get(), hidden, seq, hidden, 4 * hidden);
+    gemm(b[ff], 4 * hidden, wd, hidden, b[x], hidden, seq, hidden, 4 * hidden);
     mark("gemm 128x768x3072");
   }
 }
@@ -383,7 +414,19 @@ double victim::median_ms(int warmups, int replays) const {
   const int per_event = std::max(1, m_config.form.launches_per_event);
   const int intervals = std::max(10, replays / per_event);
   std::vector<double> ms;
-  for (int done = 0; done < intervals;) {
+  if (m_config.form.sync_each) {
+    // The reference's loop: the host waits for each interval, the GPU idles between them.
+    for (int i = 0; i < intervals; ++i) {
+      COOLBENCH_CUDA_CALL(cudaEventRecord(m_events[0], m_stream));
+      for (int l = 0; l < per_event; ++l) COOLBENCH_CUDA_CALL(cudaGraphLaunch(m_exec, m_stream));
+      COOLBENCH_CUDA_CALL(cudaEventRecord(m_events[1], m_stream));
+      COOLBENCH_CUDA_CALL(cudaEventSynchronize(m_events[1]));
+      float e = 0;
+      COOLBENCH_CUDA_CALL(cudaEventElapsedTime(&e, m_events[0], m_events[1]));
+      ms.push_back(e / static_cast<float>(per_event));
+    }
+  }
+  for (int done = static_cast<int>(ms.size()); done < intervals;) {
     const int batch = std::min(intervals - done, static_cast<int>(m_events.size()) - 1);
     COOLBENCH_CUDA_CALL(cudaEventRecord(m_events[0], m_stream));
     for (int i = 1; i <= batch; ++i) {

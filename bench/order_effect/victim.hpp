@@ -50,6 +50,13 @@ struct victim_form {
   bool in_place = false;
   /// Graph replays between two events: the reference times 10, this victim 1.
   int launches_per_event = 1;
+  /// The host waits for each timed interval before queuing the next, so the GPU idles between
+  /// them (the reference's loop: record, 10 launches, record, synchronise); off: every interval
+  /// queued back to back.
+  bool sync_each = false;
+  /// Each buffer from cudaMalloc and freed with cudaFree, as the reference (off: from the
+  /// lease's caching allocator).
+  bool raw_memory = false;
 };
 
 struct victim_config {
@@ -62,7 +69,7 @@ struct victim_config {
 [[nodiscard]] std::string describe(const victim_config& c);
 /// "fp16:none:blocking[:FORM]" -> GEMMs, workspace (lease, none or library), stream (lease
 /// or blocking), and the form: `reference`, or knobs joined by '+' (`nocopy`, `wide`,
-/// `inplace`, `batch10`); throws on anything else.
+/// `inplace`, `batch10`, `sync`, `rawmem`); throws on anything else.
 [[nodiscard]] victim_config parse_victim(const std::string& spec);
 [[nodiscard]] std::string to_spec(const victim_config& c);
 
@@ -103,6 +110,8 @@ class victim {
   victim_config m_config;
   CUstream_st* m_stream = nullptr;
   std::vector<dev::buffer> m_buffers;
+  std::vector<void*> m_raw;  ///< the form's raw_memory: cudaMalloc'd, freed by the destructor
+  std::vector<void*> m_ptr;  ///< each buffer's address, from either
   std::vector<dev::owned_resource> m_owned;
   cublasContext* m_handle = nullptr;
   CUgraphExec_st* m_exec = nullptr;
