@@ -288,6 +288,19 @@ context_row measure_context(int ordinal, coolbench::measure::workload& chain, in
   return row;
 }
 
+/// A device release, forced (and said) when memory the library did not allocate is live: each
+/// context must be a fresh one.
+void release(int ordinal) {
+  try {
+    (void)dev::device::get(ordinal).release();
+  } catch (const dev::release_refused& e) {
+    std::printf("> release refused (%s); forced\n", e.what());
+    dev::release_options force;
+    force.force = true;
+    (void)dev::device::get(ordinal).release(force);
+  }
+}
+
 double pearson(const std::vector<double>& x, const std::vector<double>& y) {
   const double n = static_cast<double>(x.size());
   double mx = 0, my = 0;
@@ -351,7 +364,7 @@ int main(int argc, char** argv) {
     std::vector<context_row> rows;
     for (int c = 0; c < contexts; ++c) {
       rows.push_back(measure_context(ordinal, *chain, runs, telemetry));
-      (void)dev::device::get(ordinal).release();
+      release(ordinal);
       const auto& r = rows.back();
       std::printf("context %d: chain %.5f ms, %d C, %u MHz, placement %s\n", c + 1, r.chain_ms,
                   r.temp_c, r.sm_mhz, r.placement.c_str());
