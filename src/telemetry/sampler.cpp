@@ -1,5 +1,7 @@
 #include "coolbench/telemetry/sampler.hpp"
 
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -13,6 +15,14 @@
 
 namespace coolbench::telemetry {
 namespace {
+
+/// CPU time of the calling thread in ns, 0 where there is no such clock.
+std::uint64_t thread_cpu_now_ns() noexcept {
+  timespec t{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return 0;
+  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000ULL +
+         static_cast<std::uint64_t>(t.tv_nsec);
+}
 
 class gpu_source final : public sample_source {
  public:
@@ -164,10 +174,21 @@ struct sampler::state {
     // with the time each read takes; a read that outruns its tick skips ahead.
     const auto period = options.period;
     auto next = steady_clock::now();
+    std::uint64_t cpu_before = 0;  // of earlier starts
+    {
+      std::lock_guard stats_lock(buffer_mutex);
+      cpu_before = stats.thread_cpu_ns;
+    }
+    const std::uint64_t cpu_start = thread_cpu_now_ns();
     std::unique_lock lock(wake_mutex);
     while (!stop_requested) {
       lock.unlock();
       take_one();
+      {
+        const std::uint64_t cpu = thread_cpu_now_ns();
+        std::lock_guard stats_lock(buffer_mutex);
+        stats.thread_cpu_ns = cpu_before + (cpu >= cpu_start ? cpu - cpu_start : 0);
+      }
       lock.lock();
       next += period;
       const auto now = steady_clock::now();

@@ -1,6 +1,7 @@
 #include "coolbench/telemetry/sampler.hpp"
 
 #include <gtest/gtest.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -377,6 +378,61 @@ TEST(sampler, a_slow_read_skips_ticks_and_counts_them) {
   const auto stats = s.stats();
   EXPECT_GT(stats.late_ticks, 0U);
   EXPECT_LE(stats.samples, 10U);  // 25 ms reads on a 10 ms grid: one read per 30 ms
+}
+
+/// A read that uses `cpu` of its thread's CPU time (spinning on that clock, so a busy machine
+/// only makes it take longer), or sleeps `sleep` without using any.
+class cpu_source final : public sample_source {
+ public:
+  cpu_source(std::chrono::nanoseconds cpu, std::chrono::milliseconds sleep)
+      : m_cpu(cpu), m_sleep(sleep) {}
+  gpu_sample read(read_scope) override {
+    if (m_cpu.count() > 0) {
+      const auto start = thread_cpu();
+      while (thread_cpu() - start < m_cpu) {
+      }
+    }
+    if (m_sleep > 0ms) std::this_thread::sleep_for(m_sleep);
+    gpu_sample s;
+    s.time_ns = steady_now_ns();
+    return s;
+  }
+
+ private:
+  static std::chrono::nanoseconds thread_cpu() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+  }
+  std::chrono::nanoseconds m_cpu;
+  std::chrono::milliseconds m_sleep;
+};
+
+TEST(sampler, counts_its_threads_cpu_time_and_not_its_waits) {
+  sampler busy(std::make_unique<cpu_source>(2ms, 0ms), {.period = 10ms});
+  busy.start();
+  std::this_thread::sleep_for(150ms);
+  busy.stop();
+  const auto b = busy.stats();
+  ASSERT_GT(b.samples, 2U);
+  // Every read used 2 ms of the thread's CPU; the waits between ticks add a little.
+  EXPECT_GE(b.thread_cpu_ns, b.samples * 2'000'000U);
+  EXPECT_LT(b.thread_cpu_ns, b.samples * 2'000'000U + 100'000'000U);
+
+  sampler idle(std::make_unique<cpu_source>(0ns, 5ms), {.period = 10ms});
+  idle.start();
+  std::this_thread::sleep_for(150ms);
+  idle.stop();
+  const auto i = idle.stats();
+  ASSERT_GT(i.samples, 2U);
+  // Each read slept 5 ms: far less CPU than the reads' wall time.
+  EXPECT_LT(i.thread_cpu_ns, i.samples * 1'000'000U);
+
+  // A restart adds to the count.
+  busy.start();
+  std::this_thread::sleep_for(50ms);
+  busy.stop();
+  EXPECT_GE(busy.stats().thread_cpu_ns, b.thread_cpu_ns + 2'000'000U);
 }
 
 TEST(sampler, readers_in_other_threads_and_restart) {

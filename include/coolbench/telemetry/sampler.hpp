@@ -56,6 +56,10 @@ struct sampler_stats {
   std::uint64_t late_ticks = 0;    ///< ticks skipped because a read outran the period
   std::uint64_t dropped = 0;       ///< overwritten in the ring buffer
   std::string last_error;          ///< message of the last failed read
+  /// CPU time the sampling thread has used, over every start (its own clock, so other threads
+  /// of the process are not counted: the NVML reads and the sampler's bookkeeping). 0 where
+  /// the system has no per-thread CPU clock.
+  std::uint64_t thread_cpu_ns = 0;
 };
 
 class sampler {
