@@ -169,6 +169,53 @@ class gemm_chain final : public workload {
 
   void release() override { m_prepared.reset(); }
 
+  std::vector<double> replay_graph(int runs) {
+    prepare();
+    prepared& p = *m_prepared;
+    if (!p.graph_owner.valid()) {
+      cudaGraph_t graph = nullptr;
+      COOLBENCH_CUDA_CALL(cudaStreamBeginCapture(p.stream, cudaStreamCaptureModeThreadLocal));
+      try {
+        enqueue_chain(p);
+      } catch (...) {
+        (void)cudaStreamEndCapture(p.stream, &graph);
+        if (graph != nullptr) (void)cudaGraphDestroy(graph);
+        throw;
+      }
+      COOLBENCH_CUDA_CALL(cudaStreamEndCapture(p.stream, &graph));
+      cudaGraphExec_t exec = nullptr;
+      const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+      (void)cudaGraphDestroy(graph);
+      COOLBENCH_CUDA_CALL(made);
+      p.graph = exec;
+      p.graph_owner = p.lease.adopt(device::resource_kind::graph, [exec] {
+        COOLBENCH_CUDA_CALL_NOEXCEPT(cudaGraphExecDestroy(exec));
+      });
+    }
+    if (m_replay_generation != p.lease.generation()) {
+      m_replay_events.clear();  // the old context's, destroyed with it
+      m_replay_generation = p.lease.generation();
+    }
+    while (m_replay_events.size() < static_cast<std::size_t>(runs) + 1) {
+      m_replay_events.push_back(p.lease.create_event());
+    }
+    COOLBENCH_CUDA_CALL(cudaEventRecord(m_replay_events[0], p.stream));
+    for (int i = 1; i <= runs; ++i) {
+      COOLBENCH_CUDA_CALL(cudaGraphLaunch(p.graph, p.stream));
+      COOLBENCH_CUDA_CALL(cudaEventRecord(m_replay_events[static_cast<std::size_t>(i)], p.stream));
+    }
+    COOLBENCH_CUDA_CALL(cudaStreamSynchronize(p.stream));
+    std::vector<double> ms;
+    ms.reserve(static_cast<std::size_t>(runs));
+    for (int i = 1; i <= runs; ++i) {
+      float e = 0;
+      COOLBENCH_CUDA_CALL(cudaEventElapsedTime(&e, m_replay_events[static_cast<std::size_t>(i - 1)],
+                                               m_replay_events[static_cast<std::size_t>(i)]));
+      ms.push_back(e);
+    }
+    return ms;
+  }
+
   [[nodiscard]] detail::hold_state hold() const { return {m_hold.ns(), m_hold.short_holds()}; }
   void set_launch_gap(std::chrono::nanoseconds gap) { m_launch_gap = gap; }
 
@@ -231,7 +278,9 @@ class gemm_chain final : public workload {
     device::buffer workspace;
     std::vector<operands> shapes;
     std::vector<device::owned_resource> owned;
-    device::owned_resource handle;  // the cuBLASLt handle; invalid after a release
+    device::owned_resource handle;    // the cuBLASLt handle; invalid after a release
+    cudaGraphExec_t graph = nullptr;  // replay_graph's, captured at its first call
+    device::owned_resource graph_owner;
     CUstream_st* stream = nullptr;
     void* workspace_ptr = nullptr;
     cublasLtHandle_t lt = nullptr;
@@ -346,6 +395,8 @@ class gemm_chain final : public workload {
   CUevent_st* m_start = nullptr;
   CUevent_st* m_end = nullptr;
   std::uint64_t m_events_generation = 0;
+  std::vector<CUevent_st*> m_replay_events;  // replay_graph's, made once per context generation
+  std::uint64_t m_replay_generation = 0;
   detail::adaptive_hold m_hold{
       first_hold_base_ns + first_hold_per_gemm_ns * static_cast<std::uint64_t>(gemm_count(m_spec)),
       max_hold_ns};
@@ -370,6 +421,13 @@ hold_state gemm_chain_hold(const workload& chain) {
   const auto* gemm = dynamic_cast<const gemm_chain*>(&chain);
   if (gemm == nullptr) throw invalid_argument(chain.describe() + " is not a GEMM chain");
   return gemm->hold();
+}
+
+std::vector<double> replay_gemm_chain_graph(workload& chain, int runs) {
+  auto* gemm = dynamic_cast<gemm_chain*>(&chain);
+  if (gemm == nullptr) throw invalid_argument(chain.describe() + " is not a GEMM chain");
+  if (runs < 1) throw invalid_argument("replaying a GEMM chain needs at least one run");
+  return gemm->replay_graph(runs);
 }
 
 void set_launch_gap(workload& chain, std::chrono::nanoseconds gap) {

@@ -275,6 +275,37 @@ TEST(gemm_chain, release_lets_the_device_release_and_the_next_run_reacquires) {
   EXPECT_TRUE(gpu.release().released);
 }
 
+// The sentinel's form of the chain: one CUDA graph per prepare, replayed back to back. It does
+// the held run's work, so its figure is close to the held run's, and a release makes it
+// capture again in the new context.
+TEST(gemm_chain, graph_replays_time_the_same_chain_and_survive_a_release) {
+  SKIP_WITHOUT_GPU();
+  auto& gpu = device::device::get(0);
+  auto w = make_workload("gemm:fp16:gpt2-small", 0);
+  for (int i = 0; i < 20; ++i) (void)w->run();
+  std::vector<double> held;
+  for (int i = 0; i < 50; ++i) held.push_back(w->run().latency_ms);
+  std::vector<double> replays = detail::replay_gemm_chain_graph(*w, 20);  // warm-up
+  replays = detail::replay_gemm_chain_graph(*w, 50);
+  ASSERT_EQ(replays.size(), 50U);
+  std::sort(held.begin(), held.end());
+  std::sort(replays.begin(), replays.end());
+  const double h = held[25], r = replays[25];
+  std::printf("gpt2-small: held run %.4f ms, graph replay %.4f ms\n", h, r);
+  EXPECT_GT(replays.front(), 0.0);
+  EXPECT_NEAR(r / h, 1.0, 0.1);
+  EXPECT_EQ(gpu.status().resources[static_cast<std::size_t>(device::resource_kind::graph)], 1U);
+  const auto report = gpu.release();
+  EXPECT_TRUE(report.released) << report.note;
+  EXPECT_EQ(report.destroyed[static_cast<std::size_t>(device::resource_kind::graph)], 1U);
+  const auto again = detail::replay_gemm_chain_graph(*w, 10);  // prepares and captures anew
+  EXPECT_GT(again.back(), 0.0);
+  w->release();
+  EXPECT_EQ(gpu.status().resources[static_cast<std::size_t>(device::resource_kind::graph)], 0U);
+  EXPECT_TRUE(gpu.release().released);
+  EXPECT_THROW((void)detail::replay_gemm_chain_graph(*w, 0), invalid_argument);
+}
+
 TEST(gemm_chain, bf16_8192_cubed_reaches_a_sensible_rate) {
   SKIP_WITHOUT_GPU();
   auto w = make_gemm_chain(default_heater_chain(), 0);

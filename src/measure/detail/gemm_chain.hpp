@@ -30,4 +30,11 @@ struct hold_state {
 /// host would. Throws invalid_argument when `chain` is not a GEMM chain.
 void set_launch_gap(workload& chain, std::chrono::nanoseconds gap);
 
+/// `runs` back-to-back replays of the whole chain as one CUDA graph (captured at the first call
+/// after each prepare(), owned by the lease so a release destroys it), each timed between two
+/// events, in ms; prepares the chain first. No hold is needed: one launch a replay keeps the
+/// host ahead of the GPU. The hidden-state sentinel's figure (sentinel.hpp). Throws
+/// invalid_argument when `chain` is not a GEMM chain.
+[[nodiscard]] std::vector<double> replay_gemm_chain_graph(workload& chain, int runs);
+
 }  // namespace coolbench::measure::detail

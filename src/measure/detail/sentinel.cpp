@@ -12,6 +12,7 @@
 #include "coolbench/measure/hidden_state.hpp"
 #include "coolbench/measure/workload.hpp"
 #include "core/cuda_check.hpp"
+#include "measure/detail/gemm_chain.hpp"
 #include "measure/detail/sentinel_kernel.hpp"
 
 namespace coolbench::measure::detail {
@@ -22,7 +23,7 @@ constexpr int batch = 10;             // warm-up passes between looks
 constexpr int max_batches = 100;      // at most 1000 warm-up passes
 constexpr double settled = 0.01;      // two batches this close: the clock is up
 constexpr int walk_steps = 2000;      // ~35 us a pass at 1980 MHz with the table in L1
-constexpr int chain_timed_runs = 20;  // ~0.25 ms each on an H100 or H200: ~5 ms a check
+constexpr int chain_timed_runs = 20;  // replays of ~0.25 ms on an H100 or H200: ~5 ms
 
 /// Warm-up batches until two medians agree within `settled`, then the median of `runs`.
 template <class Median>
@@ -76,12 +77,7 @@ sentinel_reading sentinel::check_chain() {
     chain.prepare();
     r.context = device::device::get(m_ordinal).status().generation;  // the chain's, prepared
     const double ms = settled_median(
-        [&](int runs) {
-          std::vector<double> t;
-          t.reserve(static_cast<std::size_t>(runs));
-          for (int i = 0; i < runs; ++i) t.push_back(chain.run().latency_ms);
-          return sentinel_median(std::move(t));
-        },
+        [&](int runs) { return sentinel_median(replay_gemm_chain_graph(chain, runs)); },
         chain_timed_runs);
     r.median_ms = ms;
   } catch (...) {

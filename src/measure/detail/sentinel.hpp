@@ -1,10 +1,12 @@
 // The hidden-state sentinel on a real GPU (docs/measure.md, "Hidden state"). Two kinds:
 // - gemm_chain (the default): GPT-2 small's 48 fp16 GEMMs at sequence 128 through cuBLASLt
-//   (the gemm:fp16:gpt2-small workload), the kind of latency-bound chain the state moves (on
-//   an H100 such a chain ran 1.7-2.4 % faster after a 200 KB shared-memory kernel or bf16
-//   GEMMs, back after a touch: docs/perf/hidden-state.md §8). Its figure is also drawn per
-//   CUDA context (docs/perf/thermal.md), so a check is only comparable with a calibration
-//   made in the same context (`context` below).
+//   (the gemm:fp16:gpt2-small workload) replayed as one CUDA graph, the kind of latency-bound
+//   chain the state moves (on an H100 such a chain, replayed as a graph, ran 1.7-2.4 % faster
+//   after a 200 KB shared-memory kernel or bf16 GEMMs, back after a touch:
+//   docs/perf/hidden-state.md §8). A check is a rebuild (from the cache), a capture, at least
+//   30 warm-up replays and 20 timed ones: about 20 ms (estimated; not yet run on a GPU). Its figure
+//   is also drawn per CUDA context (docs/perf/thermal.md), so a check is only comparable with a
+//   calibration made in the same context (`context` below).
 // - l1_walk: dependent loads through a 64 KiB table in L1 (sentinel_kernel.hpp), the first
 //   candidate; it did not move on the H200 in any disturbance tried (§6).
 // One check is the median of the timed passes after warming the GPU until the passes settle
