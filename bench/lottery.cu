@@ -3,6 +3,7 @@
 // discrete levels up to 3 % apart, kept for the context's life, not re-drawn by new memory
 // (docs/perf/thermal.md). In each of N fresh contexts this program measures the chain as the
 // protocol does (the level) beside probes that each isolate one candidate cause:
+//   chain as a graph  the same chain replayed as one CUDA graph (the hidden-state sentinel's form);
 //   gemm S    each of the chain's four GEMM shapes alone (cuBLASLt, the same heuristic), and
 //             which algorithm cuBLASLt chose in this context (id, tile, split-K, stages, ...);
 //   fma       a clock-bound kernel, no memory: one block per SM of dependent FMAs;
@@ -41,6 +42,7 @@
 #include "core/cublas_check.hpp"
 #include "core/cuda_check.hpp"
 #include "measure/detail/fill_random.hpp"
+#include "measure/detail/gemm_chain.hpp"
 #include "measure/detail/stream_hold.hpp"
 
 namespace {
@@ -166,6 +168,10 @@ context_row measure_context(int ordinal, coolbench::measure::workload& chain, in
   std::vector<double> chain_ms;
   for (int i = 0; i < runs; ++i) chain_ms.push_back(chain.run().latency_ms);
   row.chain_ms = coolbench::stats::median(chain_ms);
+  // The same chain replayed as one CUDA graph (the sentinel's form).
+  (void)md::replay_gemm_chain_graph(chain, warmups);
+  row.probes["chain as a graph"] =
+      coolbench::stats::median(md::replay_gemm_chain_graph(chain, runs));
   chain.release();
 
   auto& gpu = dev::device::get(ordinal);
