@@ -173,6 +173,21 @@ TEST(ProtocolHiddenState, AWorkloadThatLeavesTheStateIsSeenAcrossTheLottery) {
   EXPECT_EQ(flagged(*r.hidden_state, "after the run"), 1);
 }
 
+// Sustained mode releases without a gate: the sentinel takes the new context's level before
+// the workload runs, so what the workload leaves is still seen after the run.
+TEST(ProtocolHiddenState, SustainedModeJudgesTheContextItMeasuredIn) {
+  sim::gpu_model latency_bound;  // barely heats: the sensors stay where the level was taken
+  latency_bound.heat_c_per_s = 0.05;
+  sim::gpu g(latency_bound);
+  g.runs_leave_hidden_state = true;
+  protocol_options o = options(isolation::touch);
+  o.mode = run_mode::sustained;
+  const auto [r, done] = run(g, o, false, false, true);
+  ASSERT_TRUE(r.hidden_state);
+  EXPECT_EQ(r.hidden_state->calibrations, 2);  // the start's context and the measured one
+  EXPECT_EQ(flagged(*r.hidden_state, "after the run"), 1);
+}
+
 // A release as the isolation makes a new context: the state as found cannot be judged against
 // it (another context's level), and is not carried into it.
 TEST(ProtocolHiddenState, AStateFoundBeforeAReleaseIsNotJudged) {

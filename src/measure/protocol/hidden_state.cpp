@@ -114,11 +114,14 @@ void calibrate_sentinel_at_start(run_state& run) {
   run.r.hidden_state = std::move(h);
 }
 
-void check_sentinel_at_gate(run_state& run) {
+namespace {
+
+/// Before the workload is acquired again: a kept context isolated, a check (in a new context,
+/// its level), and the isolation and a second check when it moved.
+void check_before(run_state& run, const std::string& where) {
   if (!run.r.hidden_state) return;
   // A kept context is not reset by the gate: the isolation stands in between its bursts.
   if (!run.env.resets_context()) (void)isolate(run);
-  const std::string where = "before burst " + std::to_string(run.r.bursts + 1);
   auto c = judged_check(run, where);
   if (!c) return;
   hidden_state_record& h = *run.r.hidden_state;
@@ -137,6 +140,14 @@ void check_sentinel_at_gate(run_state& run) {
   }
   run.r.hidden_state->checks.push_back(std::move(*c));
 }
+
+}  // namespace
+
+void check_sentinel_at_gate(run_state& run) {
+  check_before(run, "before burst " + std::to_string(run.r.bursts + 1));
+}
+
+void check_sentinel_before_measuring(run_state& run) { check_before(run, "before measuring"); }
 
 void check_sentinel_after_run(run_state& run) {
   if (!run.r.hidden_state) return;

@@ -181,6 +181,9 @@ void calibrate_sentinel_at_start(run_state& run);
 /// In the gate, before the workload is acquired again: a kept context isolated, a check, and
 /// the isolation and a second check when it moved.
 void check_sentinel_at_gate(run_state& run);
+/// The same where a mode measures without a gate (sustained: after its release), so the
+/// context it measures in has the sentinel's level before the workload runs.
+void check_sentinel_before_measuring(run_state& run);
 /// After the last sample: does the workload leave hidden state behind?
 void check_sentinel_after_run(run_state& run);
 

@@ -45,6 +45,7 @@ stop_reason run_sustained(run_state& run) {
   // this process leaves no state hidden from the sensors (a small L1 after a large
   // shared-memory kernel, docs/facts-h200.md §4).
   release_everything(run);
+  check_sentinel_before_measuring(run);
   run.w.prepare();
   heat_soak(run);
   run.measure_start_ns = run.now();
