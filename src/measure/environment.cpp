@@ -146,6 +146,7 @@ class gpu_environment final : public host_environment {
     if (!s) s = std::make_unique<detail::sentinel>(m_ordinal, kind);
     return s->check();
 #else
+    (void)kind;
     return std::nullopt;
 #endif
   }
