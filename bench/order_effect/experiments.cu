@@ -206,9 +206,17 @@ std::vector<figure> per_kernel(bench_context& b, const victim_config& config) {
       (void)release_device(b);
       auto lease = b.gpu.acquire();
       victim v(lease, c);
+      const std::string graphs = "per-operation graphs, " + describe(c);
       for (const auto& [label, ms] : v.per_kernel_ms(50)) add(out, table, label, "clean", ms);
+      for (const auto& [label, ms] : v.per_op_graph_ms(b.warmups, b.replays))
+        add(out, graphs, label, "clean", ms);
+      disturb_with_shared_memory(lease, 200, b.disturb_on);
+      for (const auto& [label, ms] : v.per_op_graph_ms(b.warmups, b.replays))
+        add(out, graphs, label, "after 200 KB", ms);
       disturb_with_gemms(lease, b.disturb_on);
       for (const auto& [label, ms] : v.per_kernel_ms(50)) add(out, table, label, "disturbed", ms);
+      for (const auto& [label, ms] : v.per_op_graph_ms(b.warmups, b.replays))
+        add(out, graphs, label, "after the bf16 GEMMs as well", ms);
     }
   }
   (void)release_device(b);

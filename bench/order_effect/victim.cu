@@ -292,14 +292,25 @@ void victim::gemm(const void* a, int lda, const void* b, int ldb, void* c, int l
   }
 }
 
-void victim::enqueue(const std::function<void(const std::string&)>& mark) {
+void victim::enqueue(const std::function<void(const std::string&)>& mark, const op_filter& filter) {
+  const auto op = [&](const char* label, const auto& launch) {
+    if (filter.labels != nullptr) {
+      if (std::find(filter.labels->begin(), filter.labels->end(), label) == filter.labels->end())
+        filter.labels->emplace_back(label);
+      return;
+    }
+    if (filter.only != nullptr && *filter.only != label) return;
+    launch();
+    mark(label);
+  };
   const auto& b = m_ptr;
   const victim_form& form = m_config.form;
   if (form.input_copy) {
-    const std::size_t row_bytes = std::size_t{seq} * hidden * sizeof(__half);
-    COOLBENCH_CUDA_CALL(
-        cudaMemcpyAsync(b[x], b[input], row_bytes, cudaMemcpyDeviceToDevice, m_stream));
-    mark("copy input");
+    op("copy input", [&] {
+      const std::size_t row_bytes = std::size_t{seq} * hidden * sizeof(__half);
+      COOLBENCH_CUDA_CALL(
+          cudaMemcpyAsync(b[x], b[input], row_bytes, cudaMemcpyDeviceToDevice, m_stream));
+    });
   }
   // In place (the reference's flow) the norms overwrite their input and the output
   // projection reads qkv's first 128 x 768 elements as one matrix.
@@ -313,30 +324,36 @@ void victim::enqueue(const std::function<void(const std::string&)>& mark) {
     const __half* wo = half_of(b[w_out]) + layer * hidden * hidden;
     const __half* wu = half_of(b[w_up]) + layer * hidden * 4 * hidden;
     const __half* wd = half_of(b[w_down]) + layer * 4 * hidden * hidden;
-    row_norm_kernel<<<seq, norm_threads, norm_bytes, m_stream>>>(half_of(b[x]), normed_x, hidden);
-    COOLBENCH_CUDA_CALL(cudaGetLastError());
-    mark("row norm 128x768");
-    gemm(normed_x, hidden, wq, 3 * hidden, b[qkv], 3 * hidden, seq, 3 * hidden, hidden);
-    mark("gemm 128x2304x768");
+    op("row norm 128x768", [&] {
+      row_norm_kernel<<<seq, norm_threads, norm_bytes, m_stream>>>(half_of(b[x]), normed_x, hidden);
+      COOLBENCH_CUDA_CALL(cudaGetLastError());
+    });
+    op("gemm 128x2304x768", [&] {
+      gemm(normed_x, hidden, wq, 3 * hidden, b[qkv], 3 * hidden, seq, 3 * hidden, hidden);
+    });
     // Attention itself is left out; its output projection reads the first third of qkv.
-    gemm(b[qkv], qkv_ld, wo, hidden, b[att], hidden, seq, hidden, hidden);
-    mark("gemm 128x768x768");
-    gelu_residual_kernel<<<seq * hidden / 256, 256, 0, m_stream>>>(half_of(b[att]), half_of(b[x]),
-                                                                   seq * hidden);
-    COOLBENCH_CUDA_CALL(cudaGetLastError());
-    mark("gelu+residual 128x768");
-    row_norm_kernel<<<seq, norm_threads, norm_bytes, m_stream>>>(half_of(b[att]), normed_att,
-                                                                 hidden);
-    COOLBENCH_CUDA_CALL(cudaGetLastError());
-    mark("row norm 128x768");
-    gemm(normed_att, hidden, wu, 4 * hidden, b[ff], 4 * hidden, seq, 4 * hidden, hidden);
-    mark("gemm 128x3072x768");
-    gelu_residual_kernel<<<seq * 4 * hidden / 256, 256, 0, m_stream>>>(
-        half_of(b[ff]), half_of(b[ff]), seq * 4 * hidden);
-    COOLBENCH_CUDA_CALL(cudaGetLastError());
-    mark("gelu 128x3072");
-    gemm(b[ff], 4 * hidden, wd, hidden, b[x], hidden, seq, hidden, 4 * hidden);
-    mark("gemm 128x768x3072");
+    op("gemm 128x768x768",
+       [&] { gemm(b[qkv], qkv_ld, wo, hidden, b[att], hidden, seq, hidden, hidden); });
+    op("gelu+residual 128x768", [&] {
+      gelu_residual_kernel<<<seq * hidden / 256, 256, 0, m_stream>>>(half_of(b[att]), half_of(b[x]),
+                                                                     seq * hidden);
+      COOLBENCH_CUDA_CALL(cudaGetLastError());
+    });
+    op("row norm 128x768", [&] {
+      row_norm_kernel<<<seq, norm_threads, norm_bytes, m_stream>>>(half_of(b[att]), normed_att,
+                                                                   hidden);
+      COOLBENCH_CUDA_CALL(cudaGetLastError());
+    });
+    op("gemm 128x3072x768", [&] {
+      gemm(normed_att, hidden, wu, 4 * hidden, b[ff], 4 * hidden, seq, 4 * hidden, hidden);
+    });
+    op("gelu 128x3072", [&] {
+      gelu_residual_kernel<<<seq * 4 * hidden / 256, 256, 0, m_stream>>>(
+          half_of(b[ff]), half_of(b[ff]), seq * 4 * hidden);
+      COOLBENCH_CUDA_CALL(cudaGetLastError());
+    });
+    op("gemm 128x768x3072",
+       [&] { gemm(b[ff], 4 * hidden, wd, hidden, b[x], hidden, seq, hidden, 4 * hidden); });
   }
 }
 
@@ -444,6 +461,41 @@ double victim::median_ms(int warmups, int replays) const {
   }
   std::nth_element(ms.begin(), ms.begin() + static_cast<long>(ms.size() / 2), ms.end());
   return ms[ms.size() / 2];
+}
+
+std::vector<std::pair<std::string, double>> victim::per_op_graph_ms(int warmups, int replays) {
+  std::vector<std::string> labels;
+  enqueue([](const std::string&) {}, {nullptr, &labels});
+  const int runs = std::clamp(replays, 1, static_cast<int>(m_events.size()) - 1);
+  std::vector<std::pair<std::string, double>> out;
+  for (const std::string& label : labels) {
+    cudaGraph_t graph = nullptr;
+    COOLBENCH_CUDA_CALL(cudaStreamBeginCapture(m_stream, cudaStreamCaptureModeThreadLocal));
+    enqueue([](const std::string&) {}, {&label, nullptr});
+    COOLBENCH_CUDA_CALL(cudaStreamEndCapture(m_stream, &graph));
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    (void)cudaGraphDestroy(graph);
+    COOLBENCH_CUDA_CALL(made);
+    for (int i = 0; i < warmups; ++i) COOLBENCH_CUDA_CALL(cudaGraphLaunch(exec, m_stream));
+    COOLBENCH_CUDA_CALL(cudaEventRecord(m_events[0], m_stream));
+    for (int i = 1; i <= runs; ++i) {
+      COOLBENCH_CUDA_CALL(cudaGraphLaunch(exec, m_stream));
+      COOLBENCH_CUDA_CALL(cudaEventRecord(m_events[static_cast<std::size_t>(i)], m_stream));
+    }
+    COOLBENCH_CUDA_CALL(cudaStreamSynchronize(m_stream));
+    std::vector<double> ms;
+    for (int i = 1; i <= runs; ++i) {
+      float e = 0;
+      COOLBENCH_CUDA_CALL(cudaEventElapsedTime(&e, m_events[static_cast<std::size_t>(i - 1)],
+                                               m_events[static_cast<std::size_t>(i)]));
+      ms.push_back(e);
+    }
+    COOLBENCH_CUDA_CALL(cudaGraphExecDestroy(exec));
+    std::nth_element(ms.begin(), ms.begin() + static_cast<long>(ms.size() / 2), ms.end());
+    out.emplace_back(label, ms[ms.size() / 2]);
+  }
+  return out;
 }
 
 std::vector<std::pair<std::string, double>> victim::per_kernel_ms(int passes) {

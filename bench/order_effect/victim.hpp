@@ -82,6 +82,13 @@ struct kernel_info {
   int count = 0;      ///< nodes launching it
 };
 
+/// Which operations victim::enqueue() queues: all, or those labelled `*only`; with `labels`,
+/// none, and each label is added to it once instead.
+struct op_filter {
+  const std::string* only = nullptr;
+  std::vector<std::string>* labels = nullptr;
+};
+
 /// GPT-2-small-shaped (sequence 128, hidden 768, 12 layers) fp16 cuBLAS GEMMs
 /// with a row-normalising and a GELU kernel between them, as one CUDA graph;
 /// every byte through the lease, handle and graph adopted so that a device
@@ -99,11 +106,15 @@ class victim {
   /// Per-operation times of `passes` eager passes (events between every
   /// operation): each label's summed median, in ms.
   [[nodiscard]] std::vector<std::pair<std::string, double>> per_kernel_ms(int passes);
+  /// Per-operation times without launch gaps: for each operation, its instances alone (12 or
+  /// 24) captured as one CUDA graph, the median of `replays` replays after `warmups`, in ms.
+  [[nodiscard]] std::vector<std::pair<std::string, double>> per_op_graph_ms(int warmups,
+                                                                            int replays);
   [[nodiscard]] const std::vector<kernel_info>& kernels() const { return m_kernels; }
 
  private:
   void build_graph();
-  void enqueue(const std::function<void(const std::string&)>& mark);
+  void enqueue(const std::function<void(const std::string&)>& mark, const op_filter& filter = {});
   void gemm(const void* a, int lda, const void* b, int ldb, void* c, int ldc, int m, int n, int k);
 
   dev::lease& m_lease;
