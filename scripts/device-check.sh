@@ -17,7 +17,7 @@
 # short still returns what ran. Combine two calls' files with
 # `python3 bench/thermal_invariance.py --from A/results.jsonl B/results.jsonl`.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-/tmp/coolbench-out}
 mkdir -p "$out"
 steps=("$@")
@@ -163,7 +163,7 @@ if want contexts; then
 fi
 if want lottery; then
   # Where a context's level comes from: the chain beside per-part probes (docs/perf/ci.md,
-  # "The lottery"); about 1.5 s a context.
+  # "The lottery"); about 1.5 s a context (estimated).
   build/bench/lottery --contexts 16 --json "$out/lottery.json" >"$out/lottery.md" 2>&1
   echo "rc=$?" >>"$out/lottery.md"
   sed -n '/^| probe/,$p' "$out/lottery.md"
