@@ -307,17 +307,12 @@ void release(int ordinal) {
   }
 }
 
-double pearson(const std::vector<double>& x, const std::vector<double>& y) {
-  const double n = static_cast<double>(x.size());
-  double mx = 0, my = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) mx += x[i] / n, my += y[i] / n;
-  double sxy = 0, sxx = 0, syy = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    sxy += (x[i] - mx) * (y[i] - my);
-    sxx += (x[i] - mx) * (x[i] - mx);
-    syy += (y[i] - my) * (y[i] - my);
-  }
-  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
+/// Pearson correlation of a probe with the chain's level (stats::fit_line's r); 0 where the
+/// chain drew one level in every context, and there is nothing to follow.
+double correlation(const std::vector<double>& probe, const std::vector<double>& level) {
+  if (std::all_of(level.begin(), level.end(), [&](double v) { return v == level.front(); }))
+    return 0;
+  return coolbench::stats::fit_line(level, probe).r;
 }
 
 int whole(const std::string& text, const char* flag, int least) {
@@ -399,8 +394,9 @@ int main(int argc, char** argv) {
     for (const auto& n : names) {
       std::vector<double> v;
       for (const auto& r : rows) v.push_back(r.probes.at(n));
-      std::printf("| %s | %.2f %% | %+.2f |\n", n.c_str(), 100 * spread(v), pearson(v, level));
-      summary.push_back({{"probe", n}, {"spread", spread(v)}, {"correlation", pearson(v, level)}});
+      std::printf("| %s | %.2f %% | %+.2f |\n", n.c_str(), 100 * spread(v), correlation(v, level));
+      summary.push_back(
+          {{"probe", n}, {"spread", spread(v)}, {"correlation", correlation(v, level)}});
     }
     std::printf("\ncuBLASLt's choice per GEMM shape (the same in every context unless listed):\n");
     for (std::size_t s = 0; s < rows[0].algos.size(); ++s) {

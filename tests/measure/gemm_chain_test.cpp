@@ -15,23 +15,13 @@
 #include "coolbench/device.hpp"
 #include "coolbench/measure.hpp"
 #include "measure/detail/gemm_chain.hpp"
+#include "measure/gpu_skip.hpp"
 
 namespace coolbench::measure {
 namespace {
 
 using detail::gemm_matrix;
 using detail::read_gemm_matrix;
-
-#define SKIP_WITHOUT_GPU()                                          \
-  do {                                                              \
-    int count_ = 0;                                                 \
-    try {                                                           \
-      count_ = device::device::count();                             \
-    } catch (const error& e) {                                      \
-      GTEST_SKIP() << "no GPU here: " << e.what();                  \
-    }                                                               \
-    if (count_ == 0) GTEST_SKIP() << "no GPU here: CUDA sees none"; \
-  } while (false)
 
 // Equal up to fp16's rounding (the same algorithm is normally chosen again,
 // giving identical bits, but nothing promises it).

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <utility>
 
 #include "coolbench/core/error.hpp"
 #include "coolbench/telemetry/clock_reasons.hpp"
@@ -95,21 +96,28 @@ TEST(HiddenState, IdleBitAndSmallDriftAreNotSensorChanges) {
   EXPECT_TRUE(judge_sentinel(clean(), 0.0437, unknown, "x").sensors_unchanged);
 }
 
-/// The detection target on simulated figures: a sentinel whose checks scatter like the
-/// calibration's flags a +9 % state in every trial and never a clean one.
-TEST(HiddenState, SimulatedTrialsFlagDisturbedAndNotClean) {
-  std::mt19937 random(7);
-  std::normal_distribution<double> scatter(0.0, 0.002);  // 0.2 % per check
-  auto check = [&](double level) { return 0.040 * level * (1 + scatter(random)); };
+/// 1000 simulated trials: a calibration of 5 checks, then one check at `level` times the clean
+/// figure and one clean, each check scattered by `scatter`. How many of each were flagged.
+std::pair<int, int> simulated_trials(unsigned seed, double clean_ms, double scatter, double level) {
+  std::mt19937 random(seed);
+  std::normal_distribution<double> noise(0.0, scatter);
+  auto check = [&](double l) { return clean_ms * l * (1 + noise(random)); };
   int flagged_disturbed = 0;
   int flagged_clean = 0;
   for (int trial = 0; trial < 1000; ++trial) {
     std::vector<double> calibration;
     for (int i = 0; i < 5; ++i) calibration.push_back(check(1.0));
     const auto c = calibrate_sentinel(calibration, nominal);
-    flagged_disturbed += judge_sentinel(c, check(1.09), nominal, "d").hidden_state() ? 1 : 0;
+    flagged_disturbed += judge_sentinel(c, check(level), nominal, "d").hidden_state() ? 1 : 0;
     flagged_clean += judge_sentinel(c, check(1.0), nominal, "c").hidden_state() ? 1 : 0;
   }
+  return {flagged_disturbed, flagged_clean};
+}
+
+/// The detection target on simulated figures: a sentinel whose checks scatter like the
+/// calibration's flags a +9 % state in every trial and never a clean one.
+TEST(HiddenState, SimulatedTrialsFlagDisturbedAndNotClean) {
+  const auto [flagged_disturbed, flagged_clean] = simulated_trials(7, 0.040, 0.002, 1.09);
   EXPECT_EQ(flagged_disturbed, 1000);
   EXPECT_EQ(flagged_clean, 0);
 }
@@ -117,18 +125,7 @@ TEST(HiddenState, SimulatedTrialsFlagDisturbedAndNotClean) {
 /// The H100's size of the state (a GEMM chain 2.2 % faster, docs/perf/hidden-state.md §8) with
 /// checks that scatter by 0.1 %: above the 1 % floor in every trial, and no clean one flagged.
 TEST(HiddenState, SimulatedTrialsFlagTheH100SizedState) {
-  std::mt19937 random(11);
-  std::normal_distribution<double> scatter(0.0, 0.001);
-  auto check = [&](double level) { return 0.25 * level * (1 + scatter(random)); };
-  int flagged_disturbed = 0;
-  int flagged_clean = 0;
-  for (int trial = 0; trial < 1000; ++trial) {
-    std::vector<double> calibration;
-    for (int i = 0; i < 5; ++i) calibration.push_back(check(1.0));
-    const auto c = calibrate_sentinel(calibration, nominal);
-    flagged_disturbed += judge_sentinel(c, check(0.978), nominal, "d").hidden_state() ? 1 : 0;
-    flagged_clean += judge_sentinel(c, check(1.0), nominal, "c").hidden_state() ? 1 : 0;
-  }
+  const auto [flagged_disturbed, flagged_clean] = simulated_trials(11, 0.25, 0.001, 0.978);
   EXPECT_EQ(flagged_disturbed, 1000);
   EXPECT_EQ(flagged_clean, 0);
 }

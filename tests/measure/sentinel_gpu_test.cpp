@@ -9,20 +9,10 @@
 #include "coolbench/device.hpp"
 #include "coolbench/measure.hpp"
 #include "measure/detail/sentinel.hpp"
+#include "measure/gpu_skip.hpp"
 
 namespace coolbench::measure {
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                          \
-  do {                                                              \
-    int count_ = 0;                                                 \
-    try {                                                           \
-      count_ = device::device::count();                             \
-    } catch (const error& e) {                                      \
-      GTEST_SKIP() << "no GPU here: " << e.what();                  \
-    }                                                               \
-    if (count_ == 0) GTEST_SKIP() << "no GPU here: CUDA sees none"; \
-  } while (false)
 
 void checks_name_their_context_and_let_a_release_through(sentinel_kind kind) {
   auto& gpu = device::device::get(0);
