@@ -10,8 +10,8 @@
 //   l2 walk   one warp's dependent loads through 8 MiB (L2-resident): L2 latency;
 //   hbm walk  the same through 512 MiB: DRAM latency;
 //   copy      a 512 MiB device-to-device copy: bandwidth;
-//   placement which SM each block of a 4-wave grid ran on (a hash per launch; whether three
-//             launches agree).
+//   placement which SM each block of the first wave ran on (1024-thread blocks that stay
+//             a few microseconds; a hash per launch; whether three launches agree).
 // Every timing is GPU time between CUDA events with the stream held until the work is queued,
 // the median of the runs. Then, per probe, its spread over the contexts and its correlation
 // with the chain's level: a probe that follows the level names the part of the GPU the level
@@ -53,6 +53,7 @@ namespace md = coolbench::measure::detail;
 constexpr std::size_t workspace_bytes = std::size_t{32} << 20U;
 constexpr std::uint64_t hold_ns = 20'000'000;  // 20 ms: every probe's runs queue within it
 constexpr int warmups = 20;
+constexpr int short_per_event = 10;  // launches per event pair for the few-microsecond probes
 
 struct shape {
   int m, n, k;
@@ -78,30 +79,45 @@ __global__ void fill_walk(std::uint32_t* table, std::uint32_t entries) {
 }
 
 // One warp's dependent loads, 32 lanes on 32 walks: the time is the latency of wherever the
-// table lives (L2 or DRAM; .cg skips L1).
-__global__ void walk_kernel(const std::uint32_t* table, std::uint32_t entries, int steps,
-                            std::uint32_t* sink) {
-  std::uint32_t i = (threadIdx.x * 7919U) & (entries - 1);
-  std::uint32_t sum = 0;
-  for (int s = 0; s < steps; ++s) {
-    i = __ldcg(&table[i]);
-    sum += i;
-  }
-  sink[threadIdx.x] = sum;
+// table lives (L2 or DRAM; .cg skips L1). Each lane goes on from where the previous launch
+// left it (`position`), so a walk through a table larger than L2 never revisits a line: a
+// walk restarted from the same entries would run in L2 after its first launch.
+__global__ void walk_kernel(const std::uint32_t* table, std::uint32_t* position, int steps) {
+  std::uint32_t i = position[threadIdx.x];
+  for (int s = 0; s < steps; ++s) i = __ldcg(&table[i]);
+  position[threadIdx.x] = i;
 }
 
-__global__ void smid_kernel(std::uint32_t* where) {
+__global__ void start_walks(std::uint32_t* position, std::uint32_t entries) {
+  position[threadIdx.x] = (threadIdx.x * 7919U) & (entries - 1);
+}
+
+// Which SM each block ran on. Each block stays about `spin_ns` so that the grid fills the SMs
+// in waves and the first wave's assignment is the scheduler's, not the order blocks finished.
+__global__ void __launch_bounds__(1024) smid_kernel(std::uint32_t* where, std::uint64_t spin_ns) {
   std::uint32_t smid = 0;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
   if (threadIdx.x == 0) where[blockIdx.x] = smid;
+  std::uint64_t start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < spin_ns);
 }
 
 std::string algo_text(const cublasLtMatmulAlgo_t& algo) {
   const auto get = [&](cublasLtMatmulAlgoConfigAttributes_t what) {
+    // The size must be the attribute's own (4 bytes, 2 for the shape ids; any other size is
+    // refused): ask for it first, then read exactly that into a zeroed int64.
+    std::size_t size = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, what, nullptr, 0, &size) !=
+            CUBLAS_STATUS_SUCCESS ||
+        size == 0 || size > sizeof(std::int64_t)) {
+      return std::string("?");
+    }
     std::int64_t value = 0;
     std::size_t written = 0;
-    // Attributes are int32 or uint32 (a few uint16): read into a zeroed int64.
-    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, what, &value, sizeof value, &written) !=
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, what, &value, size, &written) !=
         CUBLAS_STATUS_SUCCESS) {
       return std::string("?");
     }
@@ -112,12 +128,18 @@ std::string algo_text(const cublasLtMatmulAlgo_t& algo) {
          " splitk " + get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM) + " stages " +
          get(CUBLASLT_ALGO_CONFIG_STAGES_ID) + " swizzle " +
          get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING) + " reduction " +
-         get(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME);
+         get(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME) + " custom " +
+         get(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION) + " inner " +
+         get(CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID) + " cluster " +
+         get(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
 }
 
-/// `runs` timings of `launch` on a held stream: one event between each two runs.
+/// `runs` timings of `launch` on a held stream, the median; `per_event` launches share each
+/// pair of events (the event clock ticks every 32 ns or so: a 5 us launch alone would move in
+/// steps of half a percent).
 template <class Launch>
-double median_of(dev::lease& lease, std::vector<CUevent_st*>& events, int runs, Launch&& launch) {
+double median_of(dev::lease& lease, std::vector<CUevent_st*>& events, int runs, Launch&& launch,
+                 int per_event = 1) {
   cudaStream_t stream = lease.stream();
   while (static_cast<int>(events.size()) < runs + 1) events.push_back(lease.create_event());
   for (int i = 0; i < warmups; ++i) launch(stream);
@@ -125,7 +147,7 @@ double median_of(dev::lease& lease, std::vector<CUevent_st*>& events, int runs, 
   md::hold_stream(stream, hold_ns);
   COOLBENCH_CUDA_CALL(cudaEventRecord(events[0], stream));
   for (int i = 1; i <= runs; ++i) {
-    launch(stream);
+    for (int l = 0; l < per_event; ++l) launch(stream);
     COOLBENCH_CUDA_CALL(cudaEventRecord(events[static_cast<std::size_t>(i)], stream));
   }
   const bool held = cudaEventQuery(events[0]) == cudaErrorNotReady;
@@ -135,9 +157,14 @@ double median_of(dev::lease& lease, std::vector<CUevent_st*>& events, int runs, 
     float e = 0;
     COOLBENCH_CUDA_CALL(cudaEventElapsedTime(&e, events[static_cast<std::size_t>(i - 1)],
                                              events[static_cast<std::size_t>(i)]));
-    ms.push_back(e);
+    ms.push_back(e / static_cast<float>(per_event));
   }
-  if (!held) std::fprintf(stderr, "lottery: the hold ended before a probe was queued\n");
+  if (!held) {
+    std::fprintf(stderr,
+                 "lottery: the hold ended before a probe's %d runs were queued: its figure "
+                 "includes the host's gaps (fewer --runs)\n",
+                 runs);
+  }
   return coolbench::stats::median(ms);
 }
 
@@ -220,11 +247,14 @@ context_row measure_context(int ordinal, coolbench::measure::workload& chain, in
     const float alpha = 1, beta = 0;
     const std::string name =
         "gemm " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
-    row.probes[name] = median_of(lease, events, runs, [&](cudaStream_t st) {
-      COOLBENCH_CUBLAS_CALL(cublasLtMatmul(lt, op, &alpha, b.get(), lb, a.get(), la, &beta, c.get(),
-                                           lc, c.get(), lc, &result.algo, workspace.get(),
-                                           workspace_bytes, st));
-    });
+    row.probes[name] = median_of(
+        lease, events, runs,
+        [&](cudaStream_t st) {
+          COOLBENCH_CUBLAS_CALL(cublasLtMatmul(lt, op, &alpha, b.get(), lb, a.get(), la, &beta,
+                                               c.get(), lc, c.get(), lc, &result.algo,
+                                               workspace.get(), workspace_bytes, st));
+        },
+        short_per_event);
     cublasLtMatrixLayoutDestroy(lb);
     cublasLtMatrixLayoutDestroy(la);
     cublasLtMatrixLayoutDestroy(lc);
@@ -233,10 +263,13 @@ context_row measure_context(int ordinal, coolbench::measure::workload& chain, in
 
   // Clock-bound.
   auto sink = lease.allocate(std::size_t{4} << 20U);
-  row.probes["fma"] = median_of(lease, events, runs, [&](cudaStream_t st) {
-    fma_kernel<<<sms, 128, 0, st>>>(static_cast<float*>(sink.get()), 4096);
-    COOLBENCH_CUDA_CALL(cudaGetLastError());
-  });
+  row.probes["fma"] = median_of(
+      lease, events, runs,
+      [&](cudaStream_t st) {
+        fma_kernel<<<sms, 128, 0, st>>>(static_cast<float*>(sink.get()), 4096);
+        COOLBENCH_CUDA_CALL(cudaGetLastError());
+      },
+      short_per_event);
 
   // Latency of L2 and of DRAM.
   struct walk {
@@ -249,11 +282,12 @@ context_row measure_context(int ordinal, coolbench::measure::workload& chain, in
     const auto entries = static_cast<std::uint32_t>(w.bytes / 4);
     auto table = lease.allocate(w.bytes);
     const auto* walked = static_cast<const std::uint32_t*>(table.get());
-    auto* out = static_cast<std::uint32_t*>(sink.get());
+    auto* position = static_cast<std::uint32_t*>(sink.get());
     fill_walk<<<1024, 256, 0, stream>>>(static_cast<std::uint32_t*>(table.get()), entries);
+    start_walks<<<1, 32, 0, stream>>>(position, entries);
     COOLBENCH_CUDA_CALL(cudaGetLastError());
     row.probes[w.name] = median_of(lease, events, w.runs, [&](cudaStream_t st) {
-      walk_kernel<<<1, 32, 0, st>>>(walked, entries, 1000, out);
+      walk_kernel<<<1, 32, 0, st>>>(walked, position, 1000);
       COOLBENCH_CUDA_CALL(cudaGetLastError());
     });
   }
@@ -270,15 +304,16 @@ context_row measure_context(int ordinal, coolbench::measure::workload& chain, in
         });
   }
 
-  // Block placement: three launches of a 4-wave grid.
+  // Block placement: three launches of a 4-wave grid (1024 threads: two blocks an SM at once).
   {
-    const int blocks = 4 * sms;
+    const int blocks = 8 * sms;
     auto where = lease.allocate(static_cast<std::size_t>(blocks) * 4);
     std::vector<std::uint64_t> hashes;
     for (int launch = 0; launch < 3; ++launch) {
-      smid_kernel<<<blocks, 32, 0, stream>>>(static_cast<std::uint32_t*>(where.get()));
+      smid_kernel<<<blocks, 1024, 0, stream>>>(static_cast<std::uint32_t*>(where.get()), 5000);
       COOLBENCH_CUDA_CALL(cudaGetLastError());
-      std::vector<std::uint32_t> host(static_cast<std::size_t>(blocks));
+      // The first wave: which SM the scheduler gave each of the first blocks.
+      std::vector<std::uint32_t> host(static_cast<std::size_t>(2 * sms));
       COOLBENCH_CUDA_CALL(cudaMemcpyAsync(host.data(), where.get(), host.size() * 4,
                                           cudaMemcpyDeviceToHost, stream));
       COOLBENCH_CUDA_CALL(cudaStreamSynchronize(stream));
@@ -335,7 +370,7 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
     if (a == "--contexts" && has_value) {
-      contexts = whole(argv[++i], "--contexts", 2);
+      contexts = whole(argv[++i], "--contexts", 3);  // a correlation needs 3
     } else if (a == "--runs" && has_value) {
       runs = whole(argv[++i], "--runs", 30);
     } else if (a == "--device" && has_value) {
@@ -423,7 +458,12 @@ int main(int argc, char** argv) {
                                    {"temp_c", r.temp_c},
                                    {"sm_mhz", r.sm_mhz}});
       }
-      std::ofstream(json_path) << out.dump(2) << "\n";
+      std::ofstream file(json_path);
+      file << out.dump(2) << "\n";
+      if (!file.flush()) {
+        std::fprintf(stderr, "lottery: cannot write %s\n", json_path.c_str());
+        return 1;
+      }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "lottery: %s\n", e.what());

@@ -200,7 +200,9 @@ std::vector<figure> per_kernel(bench_context& b, const victim_config& config) {
   std::vector<figure> out;
   victim_config lease_workspace = config;
   lease_workspace.workspace = blas_workspace::lease;
-  for (const victim_config& c : {config, lease_workspace}) {
+  std::vector<victim_config> configs{config};
+  if (config.workspace != blas_workspace::lease) configs.push_back(lease_workspace);
+  for (const victim_config& c : configs) {
     const std::string table = "per-kernel, " + describe(c);
     for (int r = 0; r < b.repeats; ++r) {
       (void)release_device(b);
@@ -283,7 +285,8 @@ void isolation_repeat(bench_context& b, const victim_config& c, disturbance d,
     add(out, "cost", "touch", "s", dev::touch_from_another_process(lease.ordinal()), "s");
     measure("touch");
     disturb(lease, d, b.disturb_on);
-    (void)run_command(b.self + " --child-driver-only");
+    (void)run_command(b.self + " --ordinal " + std::to_string(b.gpu.ordinal()) +
+                      " --child-driver-only");
     measure("driver-only child");
     disturb(lease, d, b.disturb_on);
     run_max_l1_kernel(lease);
@@ -306,7 +309,9 @@ void isolation_repeat(bench_context& b, const victim_config& c, disturbance d,
   const auto spawned = steady::now();
   // The child builds the same victim: the whole specification, not only its GEMMs (the
   // first isolation run passed "fp16" alone, and its child measured another victim).
-  const std::string answer = run_command(b.self + " --child-measure " + to_spec(c));
+  const std::string answer =
+      run_command(b.self + " --ordinal " + std::to_string(b.gpu.ordinal()) + " --replays " +
+                  std::to_string(b.replays) + " --child-measure " + to_spec(c));
   add(out, "cost", "fresh process (build + measure)", "s", seconds_since(spawned), "s");
   add(out, table, row, "process", std::stod(answer));
 }
@@ -325,7 +330,7 @@ std::vector<figure> isolation_table(bench_context& b, const victim_config& c) {
   return out;
 }
 
-std::vector<figure> detection_trials(bench_context& b, int trials) {
+std::vector<figure> detection_trials(bench_context& b, const victim_config& config, int trials) {
   namespace cm = coolbench::measure;
   const coolbench::telemetry::gpu_telemetry telemetry(b.gpu.ordinal());
   auto sensors = [&] {
@@ -337,18 +342,37 @@ std::vector<figure> detection_trials(bench_context& b, int trials) {
     return r;
   };
   std::vector<figure> out;
-  for (const auto kind : {cm::sentinel_kind::gemm_chain, cm::sentinel_kind::l1_walk}) {
-    const std::string table = "detection, " + cm::to_string(kind) + " sentinel";
-    cm::detail::sentinel sentinel(b.gpu.ordinal(), kind);
+  // The two sentinels, then the victim itself checked the same way (held in its context for
+  // the trial): the victim is known to move (on the H100), so its row says whether a sentinel
+  // that stays flat missed the state or the state was not there.
+  enum class checker { gemm_chain, l1_walk, victim };
+  for (const auto who : {checker::gemm_chain, checker::l1_walk, checker::victim}) {
+    const bool is_victim = who == checker::victim;
+    const auto kind =
+        who == checker::l1_walk ? cm::sentinel_kind::l1_walk : cm::sentinel_kind::gemm_chain;
+    const std::string table = is_victim ? "detection, the victim " + describe(config)
+                                        : "detection, " + cm::to_string(kind) + " sentinel";
+    std::optional<cm::detail::sentinel> sentinel;
+    if (!is_victim) sentinel.emplace(b.gpu.ordinal(), kind);
     for (int t = 0; t < trials; ++t) {
       (void)release_device(b);
+      std::optional<dev::lease> victim_lease;
+      std::optional<victim> v;
+      if (is_victim) {
+        victim_lease.emplace(b.gpu.acquire());
+        v.emplace(*victim_lease, config);
+        if (t == 0) print_kernels(config, v->kernels());
+      }
+      auto check_ms = [&] {
+        return is_victim ? v->median_ms(b.warmups, b.replays / 2) : sentinel->check_ms();
+      };
       std::vector<double> medians;
-      for (int i = 0; i < 5; ++i) medians.push_back(sentinel.check_ms());
+      for (int i = 0; i < 5; ++i) medians.push_back(check_ms());
       const auto calibration = cm::calibrate_sentinel(medians, sensors());
       add(out, table, "calibration", "sentinel", calibration.median_ms);
       add(out, table, "calibration", "noise", calibration.noise, "");
       auto trial = [&](const char* row) {
-        const auto c = cm::judge_sentinel(calibration, sentinel.check_ms(), sensors(), row);
+        const auto c = cm::judge_sentinel(calibration, check_ms(), sensors(), row);
         std::printf("%s, trial %d, %s: %s\n", table.c_str(), t + 1, row, c.summary().c_str());
         std::fflush(stdout);
         add(out, table, row, "sentinel", c.median_ms);
@@ -368,6 +392,8 @@ std::vector<figure> detection_trials(bench_context& b, int trials) {
       trial("after the bf16 GEMMs as well");
       (void)dev::touch_from_another_process(b.gpu.ordinal());
       trial("after a touch");
+      v.reset();  // before its lease, and the lease before the next release
+      victim_lease.reset();
     }
   }
   (void)release_device(b);

@@ -46,9 +46,11 @@ std::vector<figure> sentinel_sizes(bench_context& b);
 /// Disturbance x isolation, side by side, with each isolation's cost.
 std::vector<figure> isolation_table(bench_context& b, const victim_config& config);
 
-/// The protocol's sentinel (src/measure) in `trials` trials: each a release, a calibration
-/// of 5 checks, one check clean and one after the bf16 GEMMs, judged by judge_sentinel.
-std::vector<figure> detection_trials(bench_context& b, int trials);
+/// Detection in `trials` trials for each checker: the protocol's two sentinels (src/measure),
+/// then the victim `config` itself. Each trial: a release, a calibration of 5 checks, then one
+/// check clean, after a 200 KB kernel, after the bf16 GEMMs as well and after a touch, each
+/// judged by judge_sentinel. The victim's kernels are printed (name, shared memory).
+std::vector<figure> detection_trials(bench_context& b, const victim_config& config, int trials);
 
 /// One eager pass of the victim clean, the bf16 GEMMs, one eager pass: for ncu.
 void profile_passes(bench_context& b, const victim_config& config);

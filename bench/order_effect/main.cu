@@ -183,6 +183,10 @@ int run(const options& o) {
                   .disturb_on = o.disturb_on == "lease"    ? disturb_stream::lease
                                 : o.disturb_on == "legacy" ? disturb_stream::legacy
                                                            : disturb_stream::raw};
+  static const std::vector<std::string> parts = {"all",      "survey",    "bisect", "kernels",
+                                                 "sentinel", "isolation", "detect", "profile"};
+  if (std::find(parts.begin(), parts.end(), o.part) == parts.end())
+    usage("unknown --part '" + o.part + "'");
   std::vector<figure> all;
   auto part = [&](const char* name, auto&& fn) {
     if (o.part != "all" && o.part != name) return;
@@ -196,7 +200,7 @@ int run(const options& o) {
   part("kernels", [&] { return per_kernel(b, config); });
   part("sentinel", [&] { return sentinel_sizes(b); });
   part("isolation", [&] { return isolation_table(b, config); });
-  part("detect", [&] { return detection_trials(b, 10); });
+  part("detect", [&] { return detection_trials(b, config, 10); });
   // For a profiler (ncu): one eager pass clean, the disturbance, one eager pass; no figures.
   if (o.part == "profile") profile_passes(b, config);
   const auto end = telemetry.read(coolbench::telemetry::read_scope::fast);
@@ -208,6 +212,10 @@ int run(const options& o) {
     j["driver"] = id.driver_version;
     j["date"] = utc_now();
     j["victim"] = describe(config);
+    j["part"] = o.part;
+    j["disturb_on"] = o.disturb_on;
+    j["repeats"] = o.repeats;
+    j["replays"] = o.replays;
     for (const auto& f : all) {
       j["figures"].push_back({{"table", f.table},
                               {"row", f.row},

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -123,6 +124,13 @@ class victim {
   std::vector<dev::buffer> m_buffers;
   std::vector<void*> m_raw;  ///< the form's raw_memory: cudaMalloc'd, freed by the destructor
   std::vector<void*> m_ptr;  ///< each buffer's address, from either
+  struct activation {
+    void* data;
+    std::size_t count;
+    std::uint32_t seed;
+    float scale;
+  };
+  std::vector<activation> m_activations;  ///< how each activation was filled, to fill it again
   std::vector<dev::owned_resource> m_owned;
   cublasContext* m_handle = nullptr;
   CUgraphExec_st* m_exec = nullptr;
