@@ -283,7 +283,9 @@ TEST(gemm_chain, graph_replays_time_the_same_chain_and_survive_a_release) {
   const double h = held[25], r = replays[25];
   std::printf("gpt2-small: held run %.4f ms, graph replay %.4f ms\n", h, r);
   EXPECT_GT(replays.front(), 0.0);
-  EXPECT_NEAR(r / h, 1.0, 0.1);
+  // The same kernels; a graph saves some per-launch work, so it may be somewhat faster.
+  EXPECT_GT(r / h, 0.8);
+  EXPECT_LT(r / h, 1.05);
   EXPECT_EQ(gpu.status().resources[static_cast<std::size_t>(device::resource_kind::graph)], 1U);
   const auto report = gpu.release();
   EXPECT_TRUE(report.released) << report.note;

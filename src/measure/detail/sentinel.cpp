@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -24,14 +25,19 @@ constexpr int max_batches = 100;      // at most 1000 warm-up passes
 constexpr double settled = 0.01;      // two batches this close: the clock is up
 constexpr int walk_steps = 2000;      // ~35 us a pass at 1980 MHz with the table in L1
 constexpr int chain_timed_runs = 20;  // replays of ~0.25 ms on an H100 or H200: ~5 ms
+constexpr std::chrono::milliseconds min_warmup{20};
 
-/// Warm-up batches until two medians agree within `settled`, then the median of `runs`.
+/// Warm-up batches until two medians agree within `settled`, after at least `min_warmup` (an
+/// idle GPU's clock takes some milliseconds to come up, and two batches can agree on the way),
+/// then the median of `runs`.
 template <class Median>
 double settled_median(Median&& median_of, int runs) {
+  const auto start = std::chrono::steady_clock::now();
   std::optional<double> previous;
   for (int b = 0; b < max_batches; ++b) {
     const double m = median_of(batch);
-    if (previous && std::abs(m / *previous - 1) < settled && b >= 2) break;
+    const bool long_enough = std::chrono::steady_clock::now() - start >= min_warmup;
+    if (previous && std::abs(m / *previous - 1) < settled && b >= 2 && long_enough) break;
     previous = m;
   }
   return median_of(runs);

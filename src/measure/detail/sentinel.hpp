@@ -3,10 +3,12 @@
 //   (the gemm:fp16:gpt2-small workload) replayed as one CUDA graph, the kind of latency-bound
 //   chain the state moves (on an H100 such a chain, replayed as a graph, ran 1.7-2.4 % faster
 //   after a 200 KB shared-memory kernel or bf16 GEMMs, back after a touch:
-//   docs/perf/hidden-state.md §8). A check is a rebuild (from the cache), a capture, at least
-//   30 warm-up replays and 20 timed ones: about 20 ms (estimated; not yet run on a GPU). Its figure
-//   is also drawn per CUDA context (docs/perf/thermal.md), so a check is only comparable with a
-//   calibration made in the same context (`context` below).
+//   docs/perf/hidden-state.md §8). A check is a rebuild (from the cache), an eager pass and a
+//   capture, warm-up replays for at least 20 ms until two batches agree, and 20 timed ones;
+//   with the lease's own NVML reads (when no other lease is held) about 30-45 ms (estimated;
+//   not yet run on a GPU), plus the context's first cuBLASLt kernel loads after a release. Its
+//   figure is also drawn per CUDA context (docs/perf/thermal.md), so a check is only comparable
+//   with a calibration made in the same context (`context` below).
 // - l1_walk: dependent loads through a 64 KiB table in L1 (sentinel_kernel.hpp), the first
 //   candidate; it did not move on the H200 in any disturbance tried (§6).
 // One check is the median of the timed passes after warming the GPU until the passes settle
@@ -30,7 +32,8 @@ class sentinel {
   sentinel& operator=(const sentinel&) = delete;
 
   /// One check, through a lease of its own (taken and dropped here, so a release is never
-  /// refused on its account). Memory and events are made once per context generation. Throws
+  /// refused on its account). The walk's memory and events are made once per context
+  /// generation; the chain is rebuilt from the allocator's cache at each check. Throws
   /// cuda_error when the GPU refuses, not_available when cuBLASLt has no algorithm.
   [[nodiscard]] sentinel_reading check();
   /// check()'s median alone.
