@@ -287,6 +287,46 @@ TEST(attention_fusion, every_gpt2_export_attends_causally_without_a_mask_tensor)
   }
 }
 
+// A causal mask folded into an additive bias: float32 and bfloat16 fill with about -3.4e38,
+// float16 with its lowest, -65504 (the dynamo export of GPT-2 in float16 once its shapes are
+// bound). Each becomes the causal flag and no mask input; float32 is also checked for values.
+TEST(attention_fusion, a_folded_causal_bias_becomes_the_flag_in_every_float_type) {
+  for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
+    for (const std::int64_t past : {0, 3}) {
+      attention_spec s;
+      s.type = type, s.sq = 5, s.sk = 5 + past, s.mask = mask_kind::causal_folded_bias;
+      const std::string what = std::string(to_string(type)) + " past " + std::to_string(past);
+      graph g = attention_graph(s);
+      if (type == dtype::float32) expect_fused_equal(g, {}, 1, what);
+      ASSERT_EQ(specialize_and_fuse(g, {}), 1U) << what;
+      for (const node& n : g.nodes) {
+        if (n.op_type != "Attention") continue;
+        EXPECT_EQ(n.get<std::int64_t>("causal"), 1) << what;
+        EXPECT_EQ(n.inputs.size(), 3U) << what << ": the bias is dropped for the flag";
+      }
+    }
+  }
+}
+
+// float16's lowest counts as hiding only in the causal pattern: elsewhere a row can be hidden
+// throughout, where -65504 (a uniform row) and hiding (an empty row) differ. A bias that is
+// not quite the lowest is a real bias.
+TEST(attention_fusion, a_float16_bias_at_its_lowest_stays_a_bias_unless_causal) {
+  const auto half_bias = [](const std::vector<float>& elements) {
+    tensor t(dtype::float16, {1, 1, 2, 2});
+    for (std::size_t i = 0; i < elements.size(); ++i) {
+      const std::uint16_t bits = float_to_half(elements[i]);
+      std::memcpy(t.raw().data() + i * 2, &bits, 2);
+    }
+    return t;
+  };
+  EXPECT_EQ(classify_bias(half_bias({0, -65504, 0, 0}), 2, 2), mask_shape::causal);
+  EXPECT_EQ(classify_bias(half_bias({0, 0, 0, 0}), 2, 2), mask_shape::none);
+  EXPECT_EQ(classify_bias(half_bias({-65504, 0, 0, 0}), 2, 2), mask_shape::other);
+  EXPECT_EQ(classify_bias(half_bias({-65504, -65504, 0, 0}), 2, 2), mask_shape::other);
+  EXPECT_EQ(classify_bias(half_bias({0, -60000, 0, 0}), 2, 2), mask_shape::other);
+}
+
 // coolbench's GPT-2: 2 layers of width 64, 4 heads.
 graph small_gpt2() {
   gpt2_config config;

@@ -18,9 +18,11 @@ namespace coolbench::engine::attention_test {
 
 enum class mask_kind : std::uint8_t {
   none,
-  causal_where,  // Where(future, lowest, scores): coolbench's GPT-2
-  causal_add,    // Add(scores, Where(allowed, 0, -inf)) + IsNaN guard: the SDPA export
-  bias,          // Add(scores, bias input [B, 1, 1, Sk]): BERT's padding mask
+  causal_where,        // Where(future, lowest, scores): coolbench's GPT-2
+  causal_add,          // Add(scores, Where(allowed, 0, -inf)) + IsNaN guard: the SDPA export
+  bias,                // Add(scores, bias input [B, 1, 1, Sk]): BERT's padding mask
+  causal_folded_bias,  // Add(scores, a folded [1, 1, Sq, Sk] bias of 0 and the dtype's lowest):
+                       // the dynamo export's causal mask once its shape is bound and folded
 };
 
 struct attention_spec {
@@ -112,6 +114,22 @@ inline void append_attention(graph& g, const attention_spec& s, const std::strin
     g.nodes.push_back(make("Add", {scores, "mask_bias"}, {"masked"}));
     logits = "masked";
     guard = true;
+  } else if (s.mask == mask_kind::causal_folded_bias) {
+    // float16's lowest is -65504: it cannot hold the -1e30 a float32 export fills with.
+    const float lowest = t == dtype::float32   ? -3.4028235e38F
+                         : t == dtype::float16 ? -65504.0F
+                                               : -3.3895314e38F;
+    const tensor future = future_mask(s.sq, s.sk, true);
+    tensor bias(t, {1, 1, s.sq, s.sk});
+    for (std::int64_t e = 0; e < bias.size(); ++e) {
+      const tensor one =
+          float_scalar(t, future.data<bool>()[static_cast<std::size_t>(e)] ? lowest : 0.0F);
+      std::memcpy(bias.raw().data() + e * static_cast<std::int64_t>(one.raw().size()),
+                  one.raw().data(), one.raw().size());
+    }
+    g.initializers["causal_bias"] = std::move(bias);
+    g.nodes.push_back(make("Add", {scores, "causal_bias"}, {"masked"}));
+    logits = "masked";
   } else if (s.mask == mask_kind::bias) {
     g.inputs.push_back(input("bias", t, {s.batch, 1, 1, s.sk}));
     g.nodes.push_back(make("Add", {"bias", scores}, {"masked"}));

@@ -189,6 +189,9 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
   cases.push_back({7, 1, 64, mask_kind::causal_where, false});
   cases.push_back({17, 37, 80, mask_kind::causal_add, true});  // an odd past, partial tiles
   cases.push_back({1, 1, 96, mask_kind::causal_add, true});
+  // The dynamo export's folded causal bias (float16: 0 and -65504), fused to the causal flag.
+  cases.push_back({128, 0, 64, mask_kind::causal_folded_bias, false});
+  cases.push_back({7, 128, 64, mask_kind::causal_folded_bias, false});
   // float16 and bfloat16 on the kernel the backend picks, then on each
   // kernel forced; float32 always takes the FMA kernel.
   for (const char* kernel : k_kernels) {

@@ -41,7 +41,8 @@ std::size_t fuse_attention(graph& g, const fusion_context& context);
 enum class mask_shape : std::uint8_t { none, causal, other };
 
 /// A bool mask (`keeps`: true elements are kept) or an additive bias (0
-/// kept, <= -1e30 or -inf hidden), broadcast to [.., sq, sk].
+/// kept, <= -1e30 or -inf hidden; in float16 also -65504, float16's lowest,
+/// for the causal pattern only), broadcast to [.., sq, sk].
 [[nodiscard]] mask_shape classify_mask(const tensor& mask, bool keeps, std::int64_t sq,
                                        std::int64_t sk);
 [[nodiscard]] mask_shape classify_bias(const tensor& bias, std::int64_t sq, std::int64_t sk);

@@ -53,13 +53,24 @@ mask_shape classify_mask(const tensor& mask, bool keeps, std::int64_t sq, std::i
 
 mask_shape classify_bias(const tensor& bias, std::int64_t sq, std::int64_t sk) {
   if (!is_float(bias.type())) return mask_shape::other;
+  // float16 cannot hold -1e30: its exports fill with its lowest, -65504. Added to the scores
+  // (float32 in the kernel) that leaves a hidden key the weight exp(-65504 + s_hidden - s_max),
+  // 0 unless a row's scores spread by more than 65,000 (an overflow in the float16 model itself),
+  // and a causal pattern keeps at least one key a row: then it hides as replacement does. A
+  // pattern other than causal keeps its bias (a row hidden throughout differs).
+  const bool half = bias.type() == dtype::float16;
+  const auto hides = [&](double v) { return hides_like_replacement(v) || (half && v <= -65504.0); };
   // Neither 0 nor a hiding value: a real bias (ALiBi, relative positions).
+  bool lowest_half = false;
   for (std::int64_t i = 0; i < bias.size(); ++i) {
     const double v = float_at(bias, static_cast<std::size_t>(i));
-    if (v != 0 && !hides_like_replacement(v)) return mask_shape::other;
+    if (v != 0 && !hides(v)) return mask_shape::other;
+    lowest_half = lowest_half || (v != 0 && !hides_like_replacement(v));
   }
-  return classify(bias, sq, sk,
-                  [&](std::int64_t i) { return float_at(bias, static_cast<std::size_t>(i)) != 0; });
+  const mask_shape shape = classify(bias, sq, sk, [&](std::int64_t i) {
+    return float_at(bias, static_cast<std::size_t>(i)) != 0;
+  });
+  return lowest_half && shape != mask_shape::causal ? mask_shape::other : shape;
 }
 
 std::optional<double> scalar_value(const tensor& t) {
