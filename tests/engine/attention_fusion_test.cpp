@@ -308,6 +308,37 @@ TEST(attention_fusion, a_folded_causal_bias_becomes_the_flag_in_every_float_type
   }
 }
 
+// A causal mask the graph computes from constants but too large to fold (300 x 300 > 64 Ki
+// elements; GPT-2's dynamo export at 1024 tokens): evaluated by the pass, it becomes the flag.
+TEST(attention_fusion, a_computed_causal_mask_too_large_to_fold_becomes_the_flag) {
+  attention_spec s;
+  s.sq = s.sk = 300, s.head_dim = 4, s.mask = mask_kind::causal_add;
+  graph g = attention_graph(s);
+  // allowed = Not(future), so the mask is a node's output, not an initializer.
+  g.initializers["future"] = future_mask(s.sq, s.sk, true);
+  g.initializers.erase("allowed");
+  g.nodes.insert(g.nodes.begin(), make("Not", {"future"}, {"allowed"}));
+  expect_fused_equal(g, {}, 1, "computed mask");
+  ASSERT_EQ(specialize_and_fuse(g, {}), 1U);
+  EXPECT_EQ(count(g, "Not"), 0U) << "the mask's computation is dead once the flag replaces it";
+  for (const node& n : g.nodes) {
+    if (n.op_type != "Attention") continue;
+    EXPECT_EQ(n.get<std::int64_t>("causal"), 1);
+    EXPECT_EQ(n.inputs.size(), 3U);
+  }
+  // From a graph input it is no constant: the mask stays.
+  graph input_mask = attention_graph(s);
+  input_mask.initializers.erase("allowed");
+  input_mask.inputs.push_back(input("future", dtype::boolean, {1, 1, s.sq, s.sk}));
+  input_mask.nodes.insert(input_mask.nodes.begin(), make("Not", {"future"}, {"allowed"}));
+  ASSERT_EQ(specialize_and_fuse(input_mask, {}), 1U);
+  for (const node& n : input_mask.nodes) {
+    if (n.op_type == "Attention") {
+      EXPECT_EQ(n.get<std::int64_t>("causal", 0), 0);
+    }
+  }
+}
+
 // float16's lowest counts as hiding only in the causal pattern: elsewhere a row can be hidden
 // throughout, where -65504 (a uniform row) and hiding (an empty row) differ. A bias that is
 // not quite the lowest is a real bias.

@@ -51,6 +51,13 @@ enum class mask_shape : std::uint8_t { none, causal, other };
 /// -inf): Add(scores, Where(m, 0, fill)) then equals replacing the score.
 [[nodiscard]] constexpr bool hides_like_replacement(double fill) noexcept { return fill <= -1e30; }
 
+/// The value of `name` when the graph computes it from initializers alone (no graph input
+/// upstream), by evaluating the few nodes it depends on (each output at most `max_elements`
+/// elements); nullopt otherwise. For a mask too large for the session to fold: GPT-2's causal
+/// mask at 1024 tokens has a million elements, k_fold_max_elements is 64 Ki.
+[[nodiscard]] std::optional<tensor> evaluate_constant(const graph& g, const std::string& name,
+                                                      std::int64_t max_elements);
+
 /// The one value of a one-element float tensor, as double.
 [[nodiscard]] std::optional<double> scalar_value(const tensor& t);
 

@@ -3,8 +3,12 @@
 // lets the kernel skip whole tiles instead of reading a mask).
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <set>
+#include <vector>
 
 #include "engine/fusion/attention.hpp"
+#include "engine/shape_inference.hpp"
 
 namespace coolbench::engine {
 namespace {
@@ -71,6 +75,43 @@ mask_shape classify_bias(const tensor& bias, std::int64_t sq, std::int64_t sk) {
     return float_at(bias, static_cast<std::size_t>(i)) != 0;
   });
   return lowest_half && shape != mask_shape::causal ? mask_shape::other : shape;
+}
+
+std::optional<tensor> evaluate_constant(const graph& g, const std::string& name,
+                                        std::int64_t max_elements) {
+  constexpr std::size_t max_nodes = 32;  // a mask's computation, not a model's
+  std::map<std::string, std::size_t> producer;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const auto& out : g.nodes[i].outputs) producer[out] = i;
+  }
+  std::set<std::size_t> cone;
+  std::set<std::string> leaves;
+  std::vector<std::string> open{name};
+  while (!open.empty()) {
+    const std::string value = open.back();
+    open.pop_back();
+    if (g.initializers.contains(value)) {
+      leaves.insert(value);
+      continue;
+    }
+    const auto it = producer.find(value);
+    if (it == producer.end()) return std::nullopt;  // a graph input: not a constant
+    if (!cone.insert(it->second).second) continue;
+    if (cone.size() > max_nodes) return std::nullopt;
+    for (const auto& in : g.nodes[it->second].inputs) {
+      if (!in.empty()) open.push_back(in);
+    }
+  }
+  graph sub;
+  sub.name = "constant " + name;
+  sub.opset = g.opset;
+  for (const std::size_t i : cone) sub.nodes.push_back(g.nodes[i]);  // a set: in graph order
+  for (const auto& leaf : leaves) sub.initializers.emplace(leaf, g.initializers.at(leaf));
+  sub.outputs.push_back(value_info{name, dtype::float32, {}, false});
+  graph_analysis analysis = analyze_graph(sub, {}, max_elements);
+  const auto found = analysis.folded.find(name);
+  if (found == analysis.folded.end()) return std::nullopt;
+  return std::move(found->second);
 }
 
 std::optional<double> scalar_value(const tensor& t) {
