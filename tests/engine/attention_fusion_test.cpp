@@ -14,6 +14,7 @@
 #include "engine/attention_graphs.hpp"
 #include "engine/backend.hpp"
 #include "engine/fusion/attention.hpp"
+#include "engine/fusion/fusion.hpp"
 #include "engine/fusion/passes.hpp"
 
 namespace coolbench::engine {
@@ -21,20 +22,53 @@ namespace {
 
 using namespace attention_test;  // NOLINT(google-build-using-namespace)
 
-// The CPU's ops plus coolbench.Attention: a target the pass makes nodes for.
+// The CPU's ops plus coolbench.Attention and a plain coolbench.FusedGemm (bias, no activation,
+// no residual, float32): a target the passes make nodes for.
 class attention_target final : public backend {
  public:
   std::string_view name() const noexcept override { return "attention-target"; }
-  std::string describe() const override { return "cpu + coolbench.Attention"; }
+  std::string describe() const override { return "cpu + coolbench.Attention, FusedGemm"; }
   bool supports(const node& n) const override {
-    return n.domain == k_fused_domain ? n.op_type == "Attention" : m_cpu->supports(n);
+    if (n.domain != k_fused_domain) return m_cpu->supports(n);
+    return n.op_type == "Attention" ||
+           (n.op_type == "FusedGemm" && n.get<std::string>("activation", "none") == "none" &&
+            n.inputs.size() <= 3 && n.get<std::int64_t>("transA", 0) == 0);
   }
   void run(const node& n, std::span<const tensor* const> in, std::span<tensor> out) override {
+    if (n.domain == k_fused_domain && n.op_type == "FusedGemm") return gemm(n, in, out);
     if (n.domain == k_fused_domain) return reference(n, in, out);
     m_cpu->run(n, in, out);
   }
 
  private:
+  // A [.., K] by B ([K, N], or [N, K] with transB), plus the bias, times alpha on the product.
+  static void gemm(const node& n, std::span<const tensor* const> in, std::span<tensor> out) {
+    const tensor &a = *in[0], &b = *in[1];
+    const tensor* bias = in.size() > 2 ? in[2] : nullptr;
+    const bool tb = n.get<std::int64_t>("transB", 0) != 0;
+    const std::int64_t k = a.shape().back(), cols = tb ? b.shape()[0] : b.shape()[1];
+    const std::int64_t rows = a.size() / k;
+    shape_t shape(a.shape().begin(), a.shape().end() - 1);
+    shape.push_back(cols);
+    shape = n.get<std::vector<std::int64_t>>("shape", shape);
+    tensor y(dtype::float32, shape);
+    const float alpha = n.get<float>("alpha", 1.0F);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t c = 0; c < cols; ++c) {
+        double acc = 0;
+        for (std::int64_t i = 0; i < k; ++i) {
+          const std::int64_t at = tb ? c * k + i : i * cols + c;
+          acc += static_cast<double>(a.data<float>()[static_cast<std::size_t>(r * k + i)]) *
+                 b.data<float>()[static_cast<std::size_t>(at)];
+        }
+        const float sum = static_cast<float>(acc) * alpha +
+                          (bias != nullptr ? bias->data<float>()[static_cast<std::size_t>(c)] : 0);
+        y.data<float>()[static_cast<std::size_t>(r * cols + c)] = sum;
+      }
+    }
+    out[0] = std::move(y);
+  }
+
   // The views form's view (attention.hpp): [B, H, length, D] of `x`, from
   // the four ints at `view`.
   static tensor gather(const tensor& x, const std::int64_t* view, std::int64_t batch,
@@ -306,6 +340,51 @@ TEST(attention_fusion, a_folded_causal_bias_becomes_the_flag_in_every_float_type
       }
     }
   }
+}
+
+// BERT's and ViT's three projections of one activation: merged into one FusedGemm by the three
+// weights side by side, the attention's views moved into its output; the same values as the
+// unfused graph, for a MatMul by [K, N] weights and for a Gemm reading [N, K] ones transposed.
+TEST(qkv_merge, three_projections_become_one_product_read_in_place) {
+  for (const bool trans_b : {false, true}) {
+    attention_spec s;
+    s.batch = 2, s.heads = 3, s.sq = s.sk = 5, s.head_dim = 4, s.mask = mask_kind::causal_where;
+    const std::string what = trans_b ? "Gemm transB" : "MatMul";
+    const graph unfused = three_projections_graph(s, trans_b);
+    graph g = unfused;
+    fold_constants(g);
+    remove_dead_nodes(g);
+    const auto shapes = infer_shapes(g);
+    attention_target target;
+    const auto counts = fuse_for_backend(g, fusion_context{shapes, target});
+    EXPECT_EQ(counts.count("qkv_merge") != 0 ? counts.at("qkv_merge") : 0, 1U) << what;
+    EXPECT_EQ(count(g, "FusedGemm"), 1U) << what;
+    for (const node& n : g.nodes) {
+      if (n.op_type != "Attention") continue;
+      EXPECT_TRUE(n.has("views")) << what;
+      EXPECT_EQ(n.inputs[0], n.inputs[1]) << what;
+      EXPECT_EQ(n.inputs[1], n.inputs[2]) << what;
+    }
+    std::mt19937 rng(3);
+    values inputs;
+    for (const auto& v : unfused.inputs) inputs[v.name] = random_input(v, {}, rng);
+    expect_close(evaluate(g, inputs).at("out"), evaluate(unfused, inputs).at("out"), what);
+  }
+}
+
+// A projection something else reads too stays its own product: no merge.
+TEST(qkv_merge, a_projection_read_elsewhere_is_left_alone) {
+  attention_spec s;
+  s.batch = 1, s.heads = 2, s.sq = s.sk = 4, s.head_dim = 4;
+  graph g = three_projections_graph(s, false);
+  g.outputs.push_back(input("pk", dtype::float32, {1, 4, 8}));
+  fold_constants(g);
+  remove_dead_nodes(g);
+  const auto shapes = infer_shapes(g);
+  attention_target target;
+  const auto counts = fuse_for_backend(g, fusion_context{shapes, target});
+  EXPECT_EQ(counts.count("qkv_merge"), 0U);
+  EXPECT_EQ(count(g, "FusedGemm"), 3U);
 }
 
 // A causal mask the graph computes from constants but too large to fold (300 x 300 > 64 Ki

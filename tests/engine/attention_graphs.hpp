@@ -199,4 +199,62 @@ inline graph qkv_projection_graph(const attention_spec& s) {
   return g;
 }
 
+/// BERT's and ViT's form: Q, K and V each projected from h [B, S, W] by its own weight and
+/// bias (MatMul by [W, W] + Add, or with `gemm_trans_b` a Gemm with transB over h as [B·S, W]
+/// by a weight stored [W, W] transposed), split into heads, attention, heads merged.
+/// Weights and biases are random from `seed`, scaled to keep unit variance.
+inline graph three_projections_graph(const attention_spec& s, bool gemm_trans_b,
+                                     unsigned seed = 5) {
+  graph g;
+  g.name = "attention over three projections";
+  g.opset = 18;
+  const dtype t = s.type;
+  const std::int64_t width = s.heads * s.head_dim;
+  g.inputs = {input("h", t, {s.batch, s.sq, width})};
+  g.outputs = {input("out", t, {s.batch, s.sq, width})};
+  g.initializers["heads_shape"] = int64_list({s.batch, s.sq, s.heads, s.head_dim});
+  g.initializers["rows_shape"] = int64_list({s.batch * s.sq, width});
+  g.initializers["merged_shape"] = int64_list({s.batch, s.sq, width});
+  std::uint32_t state = seed;
+  const auto next = [&] {  // uniform in [-1, 1)
+    state = state * 1664525U + 1013904223U;
+    return static_cast<float>(state >> 8U) / 8388608.0F - 1.0F;
+  };
+  const float scale = 1.7F / std::sqrt(static_cast<float>(width));
+  if (gemm_trans_b) g.nodes.push_back(make("Reshape", {"h", "rows_shape"}, {"h_rows"}));
+  for (const std::string part : {"q", "k", "v"}) {
+    tensor w(t, {width, width}), b(t, {width});
+    for (std::int64_t i = 0; i < w.size(); ++i) {
+      const tensor one = float_scalar(t, scale * next());
+      std::memcpy(w.raw().data() + i * static_cast<std::int64_t>(one.raw().size()),
+                  one.raw().data(), one.raw().size());
+    }
+    for (std::int64_t i = 0; i < b.size(); ++i) {
+      const tensor one = float_scalar(t, 0.1F * next());
+      std::memcpy(b.raw().data() + i * static_cast<std::int64_t>(one.raw().size()),
+                  one.raw().data(), one.raw().size());
+    }
+    g.initializers["w" + part] = std::move(w);
+    g.initializers["b" + part] = std::move(b);
+    if (gemm_trans_b) {
+      g.nodes.push_back(make("Gemm", {"h_rows", "w" + part, "b" + part}, {"p" + part},
+                             {{"transB", std::int64_t{1}}}));
+    } else {
+      g.nodes.push_back(make("MatMul", {"h", "w" + part}, {"m" + part}));
+      g.nodes.push_back(make("Add", {"m" + part, "b" + part}, {"p" + part}));
+    }
+    g.nodes.push_back(make("Reshape", {"p" + part, "heads_shape"}, {part + "_heads"}));
+  }
+  const auto perm = [](std::vector<std::int64_t> p) {
+    return std::map<std::string, attribute>{{"perm", std::move(p)}};
+  };
+  g.nodes.push_back(make("Transpose", {"q_heads"}, {"q"}, perm({0, 2, 1, 3})));
+  g.nodes.push_back(make("Transpose", {"k_heads"}, {"kt"}, perm({0, 2, 3, 1})));
+  g.nodes.push_back(make("Transpose", {"v_heads"}, {"v"}, perm({0, 2, 1, 3})));
+  append_attention(g, s, "q", "kt", "v", "context");
+  g.nodes.push_back(make("Transpose", {"context"}, {"context_t"}, perm({0, 2, 1, 3})));
+  g.nodes.push_back(make("Reshape", {"context_t", "merged_shape"}, {"out"}));
+  return g;
+}
+
 }  // namespace coolbench::engine::attention_test

@@ -271,6 +271,38 @@ TEST(cuda_attention, decode_over_past_lengths_and_batches) {
 // rows (head_dim 64, 128), rows of whole 16-byte pieces below them (40, 80)
 // and rows that are not (36: heads at 72-byte steps, one element a load),
 // an odd head count, every kernel.
+// BERT's and ViT's three projections, merged into one FusedGemm (qkv_merge) whose output the
+// attention reads at three column offsets: against the unfused graph on the CPU.
+TEST(cuda_attention, three_projections_merged_match_the_cpu) {
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels and cuBLASLt");
+  const auto cpu = make_backend("cpu");
+  const auto gpu_backend = make_backend("cuda:0");
+  auto& gpu = dynamic_cast<cuda::cuda_backend&>(*gpu_backend);
+  gpu.poison_allocations(true);
+  for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
+    for (const bool trans_b : {false, true}) {
+      for (const std::int64_t sq : {7, 128}) {
+        attention_spec s;
+        s.type = type, s.batch = 2, s.heads = 4, s.sq = s.sk = sq, s.head_dim = 64;
+        const std::string what = std::string(to_string(type)) + (trans_b ? " Gemm transB" : "") +
+                                 " sq " + std::to_string(sq);
+        const graph unfused = three_projections_graph(s, trans_b);
+        graph fused = unfused;
+        ASSERT_EQ(fuse_for(fused, gpu), 1U) << what;
+        std::size_t products = 0;
+        for (const node& n : fused.nodes) products += n.op_type == "FusedGemm" ? 1 : 0;
+        EXPECT_EQ(products, 1U) << what << ": the three projections merged";
+        std::mt19937 rng(static_cast<unsigned>(sq));
+        values inputs;
+        inputs["h"] = random_tensor(type, {s.batch, sq, s.heads * s.head_dim}, rng, 1.0F);
+        const values want = run_nodes(unfused, inputs, *cpu);
+        const values got = run_nodes(fused, inputs, gpu);
+        expect_close(got.at("out"), want.at("out"), what);
+      }
+    }
+  }
+}
+
 TEST(cuda_attention, views_of_a_qkv_projection_match_the_cpu) {
   COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
   const auto cpu = make_backend("cpu");

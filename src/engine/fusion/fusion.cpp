@@ -15,6 +15,8 @@ std::span<const fusion_entry> fusion_passes() {
       // Right after it: the head transposes and the QKV split it can read through.
       {"attention_layout", fusion_detail::fuse_attention_layout},
       {"gemm_epilogue", fusion_detail::fuse_gemm_epilogues},
+      // On the epilogues' FusedGemms and the layout pass's views.
+      {"qkv_merge", fusion_detail::merge_qkv_products},
       {"layer_norm", fusion_detail::fuse_layer_norms},
       {"elementwise", fusion_detail::fuse_elementwise_chains},
       // After the epilogues (a FusedGemm with its bias reads B transposed too).

@@ -16,6 +16,10 @@ std::size_t fuse_gemm_epilogues(graph& g, const fusion_context& context);
 /// in place (the views form of attention.hpp): attention_layout.cpp.
 std::size_t fuse_attention_layout(graph& g, const fusion_context& context);
 
+/// An attention reading q, k and v in place from three FusedGemms of one activation (BERT,
+/// ViT) reads them from one FusedGemm by the weights side by side (qkv_merge.cpp).
+std::size_t merge_qkv_products(graph& g, const fusion_context& context);
+
 /// LayerNormalization over the last axis (the opset-17 op or the opset-14
 /// decomposition), with the residual Add before it: FusedLayerNorm.
 std::size_t fuse_layer_norms(graph& g, const fusion_context& context);
