@@ -284,9 +284,11 @@ def export_onnx(config, size, device, path):
     args = tuple(to_torch(make_inputs(shape, size), shape, device))
     partial = path + ".partial"
     with torch.no_grad():
+        # GPT2WithPast.forward(input_ids, *past): the past's shapes as one nested tuple.
         export_models.export(module, args, partial, "dynamo", OPSET,
                              input_names(config, size), output_names(config, size),
-                             dynamic_axes(config, size))
+                             dynamic_axes(config, size),
+                             varargs_from=1 if config.past else None)
     os.replace(partial, path)
     return time.perf_counter() - started
 

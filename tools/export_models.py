@@ -70,8 +70,10 @@ def dims(spec):
 
 
 def export(module, args, path, exporter, opset, input_names, output_names, dynamic,
-           preserve_training_mode=False):
-    """dynamic: a list, per input, of {axis: (symbol, min, max)}."""
+           preserve_training_mode=False, varargs_from=None):
+    """dynamic: a list, per input, of {axis: (symbol, min, max)}. varargs_from: the index
+    of the first input that forward() takes through *args (torch.export wants their
+    shapes as one nested tuple there, not one entry each)."""
     module.eval()  # the exporters take the mode of the outermost module
     if exporter == "torchscript":
         axes = {name: {axis: symbol for axis, (symbol, _, _) in spec.items()}
@@ -83,9 +85,12 @@ def export(module, args, path, exporter, opset, input_names, output_names, dynam
                           dynamic_axes=axes, training=training, do_constant_folding=True)
     else:
         # Its graph optimizer (optimize=True) fuses BatchNormalization into Conv.
+        shapes = dims(dynamic)
+        if varargs_from is not None:
+            shapes = shapes[:varargs_from] + (tuple(shapes[varargs_from:]),)
         program = torch.onnx.export(module, args, dynamo=True, opset_version=opset,
                                     input_names=input_names, output_names=output_names,
-                                    dynamic_shapes=dims(dynamic),
+                                    dynamic_shapes=shapes,
                                     optimize=not preserve_training_mode)
         program.save(path)
     gpt2.strip_metadata(path)
