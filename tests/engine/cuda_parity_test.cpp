@@ -186,6 +186,11 @@ void add_data(suite& s) {
   s.add("Transpose", make_node("Transpose", 1, 1, {{"perm", int_list{0, 2, 1, 3}}}),
         {{f, {2, 3, 5, 7}}}, all);
   s.add("Transpose default", make_node("Transpose", 1, 1), {{f, {33, 65}}}, all);
+  // Only axes of size 1 move (a decode step's head split): a view of the input, no copy.
+  s.add("Transpose of size-1 axes", make_node("Transpose", 1, 1, {{"perm", int_list{0, 2, 1, 3}}}),
+        {{f, {2, 1, 3, 5}}}, all);
+  s.add("Transpose around size-1 axes",
+        make_node("Transpose", 1, 1, {{"perm", int_list{3, 1, 2, 0}}}), {{f, {1, 4, 1, 3}}}, all);
   s.add("Expand", make_node("Expand", 2, 1),
         {{f, {3, 1}}, {dtype::int64, {3}, values::normal, {2, 3, 4}}}, all);
   s.add("Concat", make_node("Concat", 3, 1, {{"axis", std::int64_t{1}}}),

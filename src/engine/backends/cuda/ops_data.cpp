@@ -149,6 +149,19 @@ void transpose(const op_call& call) {
     shape[d] = data.shape()[axes[d]];
     strides[d] = in_strides[axes[d]];
   }
+  // Axes of size 1 moved alone (a decode step's [B, 1, H, D] to [B, H, 1, D]): the elements
+  // keep their order, so the output shares the input's storage as a Reshape's does.
+  std::size_t last = 0;
+  bool in_order = true;
+  for (std::size_t d = 0; d < rank && in_order; ++d) {
+    if (shape[d] == 1) continue;
+    in_order = axes[d] + 1 > last;
+    last = axes[d] + 1;
+  }
+  if (in_order) {
+    call.outputs[0] = data.reshaped(std::move(shape));
+    return;
+  }
   tensor out = call.allocate(data.type(), shape);
   copy_strided(call, data, shape, strides, 0, out, dense_strides(shape), 0);
   call.outputs[0] = std::move(out);
