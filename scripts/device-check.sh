@@ -169,8 +169,10 @@ if want lottery; then
   sed -n '/^| probe/,$p' "$out/lottery.md"
 fi
 if want hidden-state; then
-  # The sentinels' detection table and the isolation table (docs/perf/hidden-state.md §9).
-  build/bench/order_effect --part detect --disturb-on raw --json "$out/detect.json" \
+  # The detection table (both sentinels, then the victim itself) and the isolation table
+  # (docs/perf/hidden-state.md §9).
+  build/bench/order_effect --part detect --victim fp16:library:blocking --disturb-on raw \
+    --json "$out/detect.json" \
     >"$out/detect.md" 2>&1
   echo "rc=$?" >>"$out/detect.md"
   build/bench/order_effect --part isolation --victim fp16:library:blocking --disturb-on raw \
