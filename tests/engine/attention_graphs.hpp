@@ -170,6 +170,20 @@ inline tensor int64_list(const std::vector<std::int64_t>& values) {
 /// split into q, k, v, each reshaped to [B, S, H, D] and transposed to heads
 /// (k straight to [B, H, D, S]); the output transposed back and reshaped
 /// to [B, S, H·D]. sk must equal sq.
+/// From q_heads, k_heads and v_heads [B, S, H, D]: the head transposes, the attention and the
+/// heads merged back into "out" [B, S, H·D] (by the initializer "merged_shape").
+inline void attend_over_heads(graph& g, const attention_spec& s) {
+  const auto perm = [](std::vector<std::int64_t> p) {
+    return std::map<std::string, attribute>{{"perm", std::move(p)}};
+  };
+  g.nodes.push_back(make("Transpose", {"q_heads"}, {"q"}, perm({0, 2, 1, 3})));
+  g.nodes.push_back(make("Transpose", {"k_heads"}, {"kt"}, perm({0, 2, 3, 1})));
+  g.nodes.push_back(make("Transpose", {"v_heads"}, {"v"}, perm({0, 2, 1, 3})));
+  append_attention(g, s, "q", "kt", "v", "context");
+  g.nodes.push_back(make("Transpose", {"context"}, {"context_t"}, perm({0, 2, 1, 3})));
+  g.nodes.push_back(make("Reshape", {"context_t", "merged_shape"}, {"out"}));
+}
+
 inline graph qkv_projection_graph(const attention_spec& s) {
   graph g;
   g.name = "attention over a QKV projection";
@@ -187,15 +201,7 @@ inline graph qkv_projection_graph(const attention_spec& s) {
     g.nodes.push_back(
         make("Reshape", {std::string("x") + part, "heads_shape"}, {std::string(part) + "_heads"}));
   }
-  const auto perm = [](std::vector<std::int64_t> p) {
-    return std::map<std::string, attribute>{{"perm", std::move(p)}};
-  };
-  g.nodes.push_back(make("Transpose", {"q_heads"}, {"q"}, perm({0, 2, 1, 3})));
-  g.nodes.push_back(make("Transpose", {"k_heads"}, {"kt"}, perm({0, 2, 3, 1})));
-  g.nodes.push_back(make("Transpose", {"v_heads"}, {"v"}, perm({0, 2, 1, 3})));
-  append_attention(g, s, "q", "kt", "v", "context");
-  g.nodes.push_back(make("Transpose", {"context"}, {"context_t"}, perm({0, 2, 1, 3})));
-  g.nodes.push_back(make("Reshape", {"context_t", "merged_shape"}, {"out"}));
+  attend_over_heads(g, s);
   return g;
 }
 
@@ -245,15 +251,7 @@ inline graph three_projections_graph(const attention_spec& s, bool gemm_trans_b,
     }
     g.nodes.push_back(make("Reshape", {"p" + part, "heads_shape"}, {part + "_heads"}));
   }
-  const auto perm = [](std::vector<std::int64_t> p) {
-    return std::map<std::string, attribute>{{"perm", std::move(p)}};
-  };
-  g.nodes.push_back(make("Transpose", {"q_heads"}, {"q"}, perm({0, 2, 1, 3})));
-  g.nodes.push_back(make("Transpose", {"k_heads"}, {"kt"}, perm({0, 2, 3, 1})));
-  g.nodes.push_back(make("Transpose", {"v_heads"}, {"v"}, perm({0, 2, 1, 3})));
-  append_attention(g, s, "q", "kt", "v", "context");
-  g.nodes.push_back(make("Transpose", {"context"}, {"context_t"}, perm({0, 2, 1, 3})));
-  g.nodes.push_back(make("Reshape", {"context_t", "merged_shape"}, {"out"}));
+  attend_over_heads(g, s);
   return g;
 }
 
