@@ -51,7 +51,8 @@ namespace dev = coolbench::device;
 namespace md = coolbench::measure::detail;
 
 constexpr std::size_t workspace_bytes = std::size_t{32} << 20U;
-constexpr std::uint64_t hold_ns = 20'000'000;  // 20 ms: every probe's runs queue within it
+constexpr std::uint64_t hold_ns =
+    50'000'000;  // 50 ms: every probe's runs (up to 3000 launches) queue within it
 constexpr int warmups = 20;
 constexpr int short_per_event = 10;  // launches per event pair for the few-microsecond probes
 
