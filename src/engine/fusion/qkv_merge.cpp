@@ -94,35 +94,17 @@ bool alike(const graph& g, const std::array<const node*, 3>& p) {
   return true;
 }
 
-// The three weights side by side along N: [K, 3N] from [K, N], or [3N, K] from [N, K].
-tensor weights_side_by_side(const std::array<const tensor*, 3>& w, bool trans_b) {
-  const std::int64_t rows = w[0]->shape()[0], cols = w[0]->shape()[1];
-  const std::size_t element = size_of(w[0]->type());
-  if (trans_b) {
-    tensor out(w[0]->type(), {3 * rows, cols});
+// The three parts side by side: each of `blocks` blocks of the output holds block b of every
+// part in turn. A weight [K, N] gives K blocks of one row ([K, 3N]); a weight read transposed
+// [N, K] and a bias [N] give one block, the whole part ([3N, K], [3N]).
+tensor side_by_side(const std::array<const tensor*, 3>& parts, std::int64_t blocks, shape_t shape) {
+  tensor out(parts[0]->type(), std::move(shape));
+  const std::size_t block = parts[0]->raw().size() / static_cast<std::size_t>(blocks);
+  for (std::size_t b = 0; b < static_cast<std::size_t>(blocks); ++b) {
     for (std::size_t part = 0; part < 3; ++part) {
-      std::memcpy(out.raw().data() + part * w[part]->raw().size(), w[part]->raw().data(),
-                  w[part]->raw().size());
+      std::memcpy(out.raw().data() + (b * 3 + part) * block, parts[part]->raw().data() + b * block,
+                  block);
     }
-    return out;
-  }
-  tensor out(w[0]->type(), {rows, 3 * cols});
-  const std::size_t row_bytes = static_cast<std::size_t>(cols) * element;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::size_t part = 0; part < 3; ++part) {
-      std::memcpy(out.raw().data() + (static_cast<std::size_t>(r) * 3 + part) * row_bytes,
-                  w[part]->raw().data() + static_cast<std::size_t>(r) * row_bytes, row_bytes);
-    }
-  }
-  return out;
-}
-
-tensor biases_side_by_side(const std::array<const tensor*, 3>& b) {
-  const std::int64_t n = b[0]->size();
-  tensor out(b[0]->type(), {3 * n});
-  for (std::size_t part = 0; part < 3; ++part) {
-    std::memcpy(out.raw().data() + part * b[part]->raw().size(), b[part]->raw().data(),
-                b[part]->raw().size());
   }
   return out;
 }
@@ -181,8 +163,9 @@ bool merge_one(graph& g, const fusion_context& context) {
                           views.begin() + static_cast<std::ptrdiff_t>(4 * x + 4));
       const auto m = moved_view(view, {shape[0], shape[1], rows}, shape[4], n,
                                 static_cast<std::int64_t>(x) * n);
-      if (!m) movable = false;
-      if (m) std::copy(m->begin(), m->end(), moved.begin() + static_cast<std::ptrdiff_t>(4 * x));
+      movable = m.has_value();
+      if (movable)
+        std::copy(m->begin(), m->end(), moved.begin() + static_cast<std::ptrdiff_t>(4 * x));
     }
     if (!movable) continue;
 
@@ -191,19 +174,10 @@ bool merge_one(graph& g, const fusion_context& context) {
     // Named after the merged output, unique per attention (biases are often one shared value).
     const std::string output = a.inputs[0] + "/qkv";
     const std::string weight = output + "/weight";
-    std::array<const tensor*, 3> w{};
-    for (std::size_t x = 0; x < 3; ++x) w[x] = &g.initializers.at(p[x]->inputs[1]);
-    tensor merged_weight = weights_side_by_side(w, trans_b);
+    const bool biased = merged.inputs.size() > 2 && !merged.inputs[2].empty();
+    const std::string bias = biased ? output + "/bias" : std::string();
     merged.inputs[1] = weight;
-    tensor merged_bias;
-    std::string bias;
-    if (merged.inputs.size() > 2 && !merged.inputs[2].empty()) {
-      std::array<const tensor*, 3> b{};
-      for (std::size_t x = 0; x < 3; ++x) b[x] = &g.initializers.at(p[x]->inputs[2]);
-      merged_bias = biases_side_by_side(b);
-      bias = output + "/bias";
-      merged.inputs[2] = bias;
-    }
+    if (biased) merged.inputs[2] = bias;
     if (merged.has("shape")) {
       int_list s = merged.get<int_list>("shape");
       s.back() = 3 * n;
@@ -211,19 +185,26 @@ bool merge_one(graph& g, const fusion_context& context) {
     }
     merged.outputs = {output};
     node attention = a;
-    attention.inputs[0] = attention.inputs[1] = attention.inputs[2] = merged.outputs[0];
+    attention.inputs[0] = attention.inputs[1] = attention.inputs[2] = output;
     attention.attributes["views"] = moved;
     if (!target_runs(context, merged) || !target_runs(context, attention)) continue;
     // The new names must be free (a graph merged twice, or a model that uses them).
-    if (g.initializers.contains(weight) || (!bias.empty() && g.initializers.contains(bias)) ||
-        index.producer(merged.outputs[0]))
+    if (g.initializers.contains(weight) || (biased && g.initializers.contains(bias)) ||
+        index.producer(output))
       continue;
-    g.initializers.emplace(weight, std::move(merged_weight));
-    if (!bias.empty()) g.initializers.emplace(bias, std::move(merged_bias));
+    // Only now the copies: a few MB a layer.
+    const auto parts = [&](std::size_t input) {
+      std::array<const tensor*, 3> t{};
+      for (std::size_t x = 0; x < 3; ++x) t[x] = &g.initializers.at(p[x]->inputs[input]);
+      return t;
+    };
+    const shape_t& ws = w0.shape();
+    g.initializers.emplace(weight, trans_b ? side_by_side(parts(1), 1, {3 * ws[0], ws[1]})
+                                           : side_by_side(parts(1), ws[0], {ws[0], 3 * ws[1]}));
+    if (biased) g.initializers.emplace(bias, side_by_side(parts(2), 1, {3 * n}));
     std::set<std::size_t> removed;
     for (const node* x : p) removed.insert(static_cast<std::size_t>(x - g.nodes.data()));
-    const std::size_t attention_at = i;
-    g.nodes[attention_at] = std::move(attention);
+    g.nodes[i] = std::move(attention);
     replace_nodes(g, removed, std::move(merged));
     return true;
   }
