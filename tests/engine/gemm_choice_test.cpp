@@ -100,5 +100,20 @@ TEST(GemmChoice, FastestCandidateByMedian) {
   EXPECT_FALSE(fastest_candidate(none).has_value());
 }
 
+TEST(GemmChoice, SplitKOnlyWhereTheOutputLeavesMultiprocessorsIdle) {
+  // GPT-2 small at batch 1 on 132 SMs: the MLP's second product (K = 3072)
+  // and the QKV product (K = 768) get splits; each keeps >= 128 of K.
+  EXPECT_EQ(split_k_counts(128, 768, 3072, 1, 132), (std::vector<int>{2, 3, 4, 6, 8, 12, 16}));
+  EXPECT_EQ(split_k_counts(128, 2304, 768, 1, 132), (std::vector<int>{2, 3, 4, 6}));
+  EXPECT_EQ(split_k_counts(128, 768, 200, 1, 132), (std::vector<int>{}));
+  EXPECT_TRUE(split_k_counts(128, 768, 3072, 1, 0).empty());  // none wanted
+  // The lm_head (393 tiles) and BERT at batch 32 (4096 x 768: 192 tiles)
+  // already fill the GPU; a batch of small products counts every matrix.
+  EXPECT_TRUE(split_k_counts(128, 50264, 768, 1, 132).empty());
+  EXPECT_TRUE(split_k_counts(4096, 768, 768, 1, 132).empty());
+  EXPECT_TRUE(split_k_counts(128, 128, 1024, 200, 132).empty());
+  EXPECT_EQ(split_k_counts(128, 128, 512, 12, 132), (std::vector<int>{2, 3, 4}));
+}
+
 }  // namespace
 }  // namespace coolbench::engine::cuda

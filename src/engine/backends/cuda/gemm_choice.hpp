@@ -84,6 +84,27 @@ struct byte_range {
   return a.begin < a.end && b.begin < b.end && a.begin < b.end && b.begin < a.end;
 }
 
+/// Split-K counts timed beside the heuristic's candidates, for a product
+/// whose output is too small to give every multiprocessor a tile: an M x N
+/// output with fewer 128 x 128 tiles than `multiprocessors` (GPT-2 small at
+/// batch 1: 128 x 768 is 6 tiles for 132 SMs), where splitting K is the one
+/// way to put more SMs to reading the weights. Each split keeps at least
+/// k_min_split_depth of K (shallower splits spend more on the reduction than
+/// they save). Empty where the output already fills the GPU, and for 0
+/// multiprocessors (the caller's "none wanted").
+inline constexpr std::int64_t k_min_split_depth = 128;
+[[nodiscard]] inline std::vector<int> split_k_counts(std::int64_t m, std::int64_t n, std::int64_t k,
+                                                     std::int64_t batch, int multiprocessors) {
+  const std::int64_t tiles = batch * ((m + 127) / 128) * ((n + 127) / 128);
+  if (tiles >= multiprocessors) return {};
+  std::vector<int> counts;
+  for (const int splits : {2, 3, 4, 6, 8, 12, 16}) {
+    if (k / splits < k_min_split_depth) break;
+    counts.push_back(splits);
+  }
+  return counts;
+}
+
 /// The median of `samples` (the mean of the middle two for an even count).
 [[nodiscard]] inline double median_of(std::vector<double> samples) {
   if (samples.empty()) return 0.0;

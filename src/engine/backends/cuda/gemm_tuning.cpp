@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <optional>
@@ -79,11 +80,84 @@ std::unique_ptr<gemm_entry> describe(const gemm_key& key, const product& p) {
   return entry;
 }
 
-using candidate_list = std::vector<cublasLtMatmulHeuristicResult_t>;
+// An algorithm to time: one the heuristic offered (`split` 0), or a split-K
+// variant of the heuristic's #`rank` made here.
+struct candidate {
+  cublasLtMatmulAlgo_t algo;
+  int rank = 0;  // 1-based, among the heuristic's
+  int split = 0;
+};
+using candidate_list = std::vector<candidate>;
+
+int config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attribute) {
+  std::uint32_t value = 0;  // the attributes read here are 32-bit
+  std::size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attribute, &value, sizeof value, &written) !=
+      CUBLAS_STATUS_SUCCESS) {
+    return -1;
+  }
+  return static_cast<int>(value);
+}
+
+// The heuristic's first few that support split-K, each with every count of
+// split_k_counts that cuBLASLt accepts for these descriptors within the
+// workspace. The heuristic rarely offers splits for a small output (an M of
+// 128), and its tiles then leave most multiprocessors idle.
+void add_split_k_variants(cublasLtHandle_t handle, const gemm_key& key, const gemm_entry& entry,
+                          int multiprocessors, candidate_list& candidates) {
+  const std::vector<int> counts = split_k_counts(key.m, key.n, key.k, key.batch, multiprocessors);
+  if (counts.empty()) return;
+  constexpr int k_split_bases = 3;  // heuristic candidates varied
+  const std::size_t offered = candidates.size();
+  int bases = 0;
+  for (std::size_t i = 0; i < offered && bases < k_split_bases; ++i) {
+    const cublasLtMatmulAlgo_t base = candidates[i].algo;
+    std::int32_t supported = 0;
+    std::uint32_t schemes = 0;
+    std::size_t written = 0;
+    if (config(base, CUBLASLT_ALGO_CONFIG_SPLITK_NUM) > 1 ||
+        cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &supported,
+                                          sizeof supported, &written) != CUBLAS_STATUS_SUCCESS ||
+        supported == 0 ||
+        cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes,
+                                          sizeof schemes, &written) != CUBLAS_STATUS_SUCCESS) {
+      continue;
+    }
+    // A float32 reduction in the workspace where offered (no rounding of
+    // the partial sums to 16 bits); else what the algorithm has.
+    std::uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_NONE;
+    for (const cublasLtReductionScheme_t s :
+         {CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE,
+          CUBLASLT_REDUCTION_SCHEME_INPLACE}) {
+      if ((schemes & static_cast<std::uint32_t>(s)) != 0U) {
+        scheme = static_cast<std::uint32_t>(s);
+        break;
+      }
+    }
+    if (scheme == CUBLASLT_REDUCTION_SCHEME_NONE) continue;
+    ++bases;
+    for (const int count : counts) {
+      cublasLtMatmulAlgo_t algo = base;
+      const auto splits = static_cast<std::uint32_t>(count);
+      cublasLtMatmulHeuristicResult_t checked{};
+      if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+                                               sizeof splits) != CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                               &scheme, sizeof scheme) != CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmulAlgoCheck(handle, entry.desc.get(), entry.la.get(), entry.lb.get(),
+                                  entry.ly.get(), entry.ly.get(), &algo,
+                                  &checked) != CUBLAS_STATUS_SUCCESS ||
+          checked.workspaceSize > key.workspace) {
+        continue;
+      }
+      candidates.push_back({algo, static_cast<int>(i) + 1, count});
+    }
+  }
+}
 
 // The heuristic's candidates for the key's alignments that fit the workspace.
 candidate_list find_candidates(cublasLtHandle_t handle, const gemm_key& key,
-                               const gemm_entry& entry) {
+                               const gemm_entry& entry, int multiprocessors) {
   cublasLtMatmulPreference_t made = nullptr;
   COOLBENCH_CUBLAS_CALL(cublasLtMatmulPreferenceCreate(&made));
   const std::unique_ptr<cublasLtMatmulPreferenceOpaque_t,
@@ -113,20 +187,15 @@ candidate_list find_candidates(cublasLtHandle_t handle, const gemm_key& key,
   if (asked == CUBLAS_STATUS_NOT_SUPPORTED) return {};
   COOLBENCH_CUBLAS_CALL(asked);
   results.resize(static_cast<std::size_t>(std::max(found, 0)));
-  std::erase_if(results, [&](const cublasLtMatmulHeuristicResult_t& r) {
-    return r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > key.workspace;
-  });
-  return results;
-}
-
-int config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attribute) {
-  std::uint32_t value = 0;  // the attributes read here are 32-bit
-  std::size_t written = 0;
-  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attribute, &value, sizeof value, &written) !=
-      CUBLAS_STATUS_SUCCESS) {
-    return -1;
+  candidate_list candidates;
+  for (int i = 0; i < found; ++i) {
+    const auto& r = results[static_cast<std::size_t>(i)];
+    if (r.state == CUBLAS_STATUS_SUCCESS && r.workspaceSize <= key.workspace) {
+      candidates.push_back({r.algo, i + 1, 0});
+    }
   }
-  return static_cast<int>(value);
+  add_split_k_variants(handle, key, entry, multiprocessors, candidates);
+  return candidates;
 }
 
 std::string describe_algo(const cublasLtMatmulAlgo_t& algo) {
@@ -257,10 +326,18 @@ bool tune(const op_call& call, blas_state& blas, const product& p, const gemm_ke
     call.fail("no cuBLASLt algorithm of the " + std::to_string(candidates.size()) +
               " the heuristic offered could be launched");
   }
-  entry.algo = candidates[*best].algo;
-  entry.detail = describe_algo(*entry.algo) + " (timed: the heuristic's #" +
-                 std::to_string(*best + 1) + " of " + std::to_string(candidates.size()) + ", " +
-                 microseconds(samples[*best]) + "; its first " + microseconds(samples[0]) + ")";
+  const candidate& chosen = candidates[*best];
+  const auto offered = static_cast<std::size_t>(std::count_if(
+      candidates.begin(), candidates.end(), [](const candidate& c) { return c.split == 0; }));
+  const std::string which = chosen.split == 0
+                                ? "the heuristic's #" + std::to_string(chosen.rank)
+                                : "the heuristic's #" + std::to_string(chosen.rank) + " split " +
+                                      std::to_string(chosen.split) + " ways here";
+  entry.algo = chosen.algo;
+  entry.detail = describe_algo(*entry.algo) + " (timed: " + which + "; " + std::to_string(offered) +
+                 " offered, " + std::to_string(candidates.size() - offered) +
+                 " split-K variants; " + microseconds(samples[*best]) + ", the heuristic's first " +
+                 microseconds(samples[0]) + ")";
   return true;
 }
 
@@ -339,9 +416,16 @@ const gemm_entry& gemm_entry_for(const op_call& call, blas_state& blas, const pr
     entry->detail = kept->detail;
     return *blas.gemms->entries.emplace(key, std::move(entry)).first->second;
   }
-  const candidate_list candidates =
-      find_candidates(static_cast<cublasLtHandle_t>(blas.handle), key, *entry);
   const bool recording = capturing(call.stream);
+  // Split-K variants only where they will be timed: untimed, the
+  // heuristic's first is taken.
+  int multiprocessors = 0;
+  if (tune_it && !recording) {
+    COOLBENCH_CUDA_CALL(
+        cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  }
+  const candidate_list candidates =
+      find_candidates(static_cast<cublasLtHandle_t>(blas.handle), key, *entry, multiprocessors);
   const bool timed = tune_it && !recording && candidates.size() > 1;
   if (candidates.empty()) {
     entry->detail = "cuBLASLt has no algorithm";

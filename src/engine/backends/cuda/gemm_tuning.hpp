@@ -3,13 +3,14 @@
 // and the stream not being captured into a CUDA graph, each is timed on the
 // real operands (CUDA events, an L2 flush before each timed launch so the
 // weights come from memory as in a model's run, the median of
-// k_repetitions) and the fastest is kept. Otherwise (tuning off, a capture,
-// or no device memory left for the flush and scratch blocks timing takes)
-// the heuristic's first is taken, and a capture keeps it only for that
-// launch, so the next eager run still tunes. Timing writes Y repeatedly:
-// when that would change what the product reads (beta != 0 with C in Y, or
-// Y overlapping an input) it writes a scratch block from the device layer
-// instead.
+// k_repetitions) and the fastest is kept. Where the output has fewer tiles
+// than the GPU has multiprocessors (batch-1 transformers: M = 128), the
+// heuristic's first three that can split K are also timed split 2 to 16
+// ways (gemm_choice.hpp, split_k_counts), as cuBLASLt accepts them. Otherwise (tuning off, a
+// capture, or no device memory left for the flush and scratch blocks timing takes) the heuristic's
+// first is taken, and a capture keeps it only for that launch, so the next eager run still tunes.
+// Timing writes Y repeatedly: when that would change what the product reads (beta != 0 with C in Y,
+// or Y overlapping an input) it writes a scratch block from the device layer instead.
 //
 // What is kept where: the descriptors and the timing events live in the
 // backend's cuBLASLt state, which a device release drops with the handle.
