@@ -150,7 +150,7 @@ void add_split_k_variants(cublasLtHandle_t handle, const gemm_key& key, const ge
           checked.workspaceSize > key.workspace) {
         continue;
       }
-      candidates.push_back({algo, static_cast<int>(i) + 1, count});
+      candidates.push_back({algo, candidates[i].rank, count});
     }
   }
 }
