@@ -119,6 +119,18 @@ tensor tensor::reshaped(shape_t shape) const {
   return {m_type, std::move(shape), m_data};
 }
 
+tensor tensor::elements_from(std::int64_t first, shape_t shape) const {
+  if (!m_device) throw invalid_argument("a view of elements needs a device tensor");
+  const std::int64_t count = element_count(shape);
+  if (first < 0 || first > m_count || count > m_count - first) {
+    throw invalid_argument("elements [" + std::to_string(first) + ", " +
+                           std::to_string(first + count) + ") are not within the " +
+                           std::to_string(m_count) + " of " + to_string(m_shape));
+  }
+  return {m_type, std::move(shape), m_device,
+          m_offset + static_cast<std::size_t>(first) * size_of(m_type)};
+}
+
 float half_to_float(std::uint16_t bits) noexcept {
   const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000U) << 16U;
   const std::uint32_t exponent = (bits >> 10U) & 0x1FU;

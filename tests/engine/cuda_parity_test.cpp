@@ -195,6 +195,30 @@ void add_data(suite& s) {
         {{f, {3, 1}}, {dtype::int64, {3}, values::normal, {2, 3, 4}}}, all);
   s.add("Concat", make_node("Concat", 3, 1, {{"axis", std::int64_t{1}}}),
         {{f, {2, 3, 4}}, {f, {2, 0, 4}}, {f, {2, 5, 4}}}, all);
+  // One launch: a decode step's cache (16-byte pieces), rows of odd widths
+  // (2- and 1-byte pieces); nine parts take a copy each.
+  s.add("Concat of a cache and one position",
+        make_node("Concat", 2, 1, {{"axis", std::int64_t{2}}}),
+        {{f, {1, 3, 8, 8}}, {f, {1, 3, 1, 8}}}, all);
+  s.add("Concat of odd widths", make_node("Concat", 3, 1, {{"axis", std::int64_t{-1}}}),
+        {{f, {2, 3}}, {f, {2, 5}}, {f, {2, 1}}}, all);
+  s.add("Concat of nine parts", make_node("Concat", 9, 1, {{"axis", std::int64_t{0}}}),
+        {{f, {1, 2}},
+         {f, {2, 2}},
+         {f, {1, 2}},
+         {f, {1, 2}},
+         {f, {3, 2}},
+         {f, {1, 2}},
+         {f, {1, 2}},
+         {f, {1, 2}},
+         {f, {1, 2}}},
+        all);
+  // Parts that are aligned ranges of the input become views of it; a part
+  // starting at a misaligned address is copied.
+  s.add("Split into views", make_node("Split", 1, 3, {{"axis", std::int64_t{-1}}}),
+        {{f, {1, 1, 768}}}, all, 3);
+  s.add("Split of one row, misaligned", make_node("Split", 2, 2, {{"axis", std::int64_t{1}}}),
+        {{f, {1, 10}}, {dtype::int64, {2}, values::normal, {4, 6}}}, all, 2);
   s.add("Split", make_node("Split", 2, 2, {{"axis", std::int64_t{-1}}}),
         {{f, {3, 10}}, {dtype::int64, {2}, values::normal, {4, 6}}}, all, 2);
   s.add("Split even", make_node("Split", 1, 3, {{"axis", std::int64_t{0}}}), {{f, {6, 2}}}, all, 3);

@@ -5,9 +5,11 @@
 // widest row of the warp kernel); the attention kernels' choice and grids;
 // the elementwise program's merged dims, and its index math (the kernel's
 // own function, run here) against the offsets from the unmerged strides;
-// the split-keys attention's merge of partial rows against a direct softmax.
+// the split-keys attention's merge of partial rows against a direct softmax;
+// a Concat's one-launch plan, run piece by piece on host bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -339,6 +341,76 @@ TEST(launch_shapes, attention_merges_split_keys_like_one_softmax) {
     }
     EXPECT_NEAR(m.acc / m.total, acc / total, 1e-5 * (1 + std::abs(acc / total))) << trial;
   }
+}
+
+// What concat_kernel does with a plan, piece by piece, on host bytes.
+std::vector<unsigned char> run_concat(const concat_launch& l,
+                                      const std::vector<std::vector<unsigned char>>& parts,
+                                      const std::vector<std::size_t>& kept) {
+  std::vector<unsigned char> out(static_cast<std::size_t>(l.count * l.chunk));
+  for (std::int64_t i = 0; i < l.count; ++i) {
+    const std::int64_t row = i / l.row_chunks, piece = i % l.row_chunks;
+    int p = 0;
+    while (p + 1 < l.parts && piece >= l.part_begin[p + 1]) ++p;
+    const auto from = (row * l.part_chunks[p] + piece - l.part_begin[p]) * l.chunk;
+    std::copy_n(parts[kept[static_cast<std::size_t>(p)]].begin() + from, l.chunk,
+                out.begin() + i * l.chunk);
+  }
+  return out;
+}
+
+TEST(launch_shapes, concat_in_one_launch_matches_a_concat) {
+  std::mt19937 rng(7);
+  struct problem {
+    std::int64_t outer;
+    std::vector<std::int64_t> row_bytes;
+    std::uintptr_t address;  // every part's and the output's
+    int chunk;
+  };
+  const problem problems[] = {
+      {12, {128 * 64 * 2, 64 * 2}, 256, 16},    // a decode step's key cache, float16
+      {2, {3 * 4 * 4, 0, 5 * 4 * 4}, 256, 16},  // the parity test's Concat, an empty part
+      {3, {6, 10, 2}, 256, 2},                  // float16 rows of 3, 5 and 1
+      {4, {16, 16}, 264, 8},                    // aligned rows at an 8-byte address
+      {5, {3, 1, 7}, 256, 1},                   // bytes (boolean)
+  };
+  for (const problem& pb : problems) {
+    std::vector<std::vector<unsigned char>> parts;
+    std::vector<unsigned char> expected;
+    for (const auto bytes : pb.row_bytes) {
+      parts.emplace_back(static_cast<std::size_t>(pb.outer * bytes));
+      for (auto& b : parts.back()) b = static_cast<unsigned char>(rng());
+    }
+    for (std::int64_t r = 0; r < pb.outer; ++r) {
+      for (std::size_t p = 0; p < parts.size(); ++p) {
+        const auto begin = parts[p].begin() + r * pb.row_bytes[p];
+        expected.insert(expected.end(), begin, begin + pb.row_bytes[p]);
+      }
+    }
+    const std::vector<std::uintptr_t> addresses(pb.row_bytes.size() + 1, pb.address);
+    std::vector<std::size_t> kept;
+    const auto l = plan_concat(pb.outer, pb.row_bytes, addresses, kept);
+    ASSERT_TRUE(l.has_value());
+    EXPECT_EQ(l->chunk, pb.chunk);
+    EXPECT_EQ(run_concat(*l, parts, kept), expected);
+  }
+}
+
+TEST(launch_shapes, concat_of_many_parts_or_none_takes_a_copy_each) {
+  std::vector<std::size_t> kept;
+  const std::vector<std::int64_t> nine(9, 16);
+  const std::vector<std::uintptr_t> addresses(10, 256);
+  EXPECT_FALSE(plan_concat(2, nine, addresses, kept).has_value());
+  // Nine parts of which one is empty fit the launch's eight.
+  std::vector<std::int64_t> eight_and_empty(9, 16);
+  eight_and_empty[4] = 0;
+  const auto l = plan_concat(2, eight_and_empty, addresses, kept);
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ(l->parts, 8);
+  EXPECT_EQ(kept.size(), 8U);
+  EXPECT_EQ(kept[4], 5U);
+  const std::vector<std::int64_t> empty(3, 0);
+  EXPECT_FALSE(plan_concat(2, empty, addresses, kept).has_value());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
 
 #include "engine/backend.hpp"
 
@@ -47,6 +48,33 @@ TEST(tensor, reshaped_keeps_the_data) {
   EXPECT_EQ(r.data<std::int32_t>()[3], 9);
   EXPECT_THROW((void)t.reshaped({3}), invalid_argument);
   EXPECT_EQ(to_string(shape_t{1, 2, 3}), "[1, 2, 3]");
+}
+
+// Storage at a made-up address: only the arithmetic of views is checked.
+class view_storage final : public device_storage {
+ public:
+  [[nodiscard]] void* address() const override { return reinterpret_cast<void*>(0x10000); }
+  [[nodiscard]] bool valid() const noexcept override { return true; }
+  [[nodiscard]] std::string location() const override { return "fake:0"; }
+};
+
+TEST(tensor, elements_from_views_a_range_of_a_device_tensor) {
+  const tensor whole(dtype::float16, {1, 1, 2304}, std::make_shared<view_storage>(), 512);
+  const tensor part = whole.elements_from(768, {1, 1, 768});
+  EXPECT_EQ(part.shape(), (shape_t{1, 1, 768}));
+  EXPECT_EQ(part.storage(), whole.storage());
+  EXPECT_EQ(
+      static_cast<std::byte*>(part.device_data()) - static_cast<std::byte*>(whole.device_data()),
+      768 * 2);
+  // A view of a view counts from the view's own first element.
+  const tensor inner = part.elements_from(8, {4});
+  EXPECT_EQ(
+      static_cast<std::byte*>(inner.device_data()) - static_cast<std::byte*>(whole.device_data()),
+      (768 + 8) * 2);
+  EXPECT_NO_THROW((void)whole.elements_from(2304, {0}));
+  EXPECT_THROW((void)whole.elements_from(1537, {1, 768}), invalid_argument);
+  EXPECT_THROW((void)whole.elements_from(-1, {1}), invalid_argument);
+  EXPECT_THROW((void)tensor(dtype::float32, {4}).elements_from(0, {2}), invalid_argument);
 }
 
 TEST(tensor, half_precision_round_trips_and_rounds_to_nearest_even) {

@@ -101,6 +101,11 @@ class tensor {
   /// The same data under another shape of the same element count (a device
   /// tensor shares its storage).
   [[nodiscard]] tensor reshaped(shape_t shape) const;
+  /// A device tensor's elements [first, first + count) under `shape` (count
+  /// its element count), sharing the storage: a Split's part that is one
+  /// contiguous range. Throws invalid_argument for a host tensor or a range
+  /// past the end.
+  [[nodiscard]] tensor elements_from(std::int64_t first, shape_t shape) const;
 
  private:
   dtype m_type = dtype::float32;

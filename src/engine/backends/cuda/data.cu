@@ -1,5 +1,5 @@
 // Kernels that move elements without arithmetic: the strided copy behind
-// Transpose, Expand, Slice, Concat and Split; Gather and GatherND; fills,
+// Transpose, Expand, Slice and Split; Concat's pieces; Gather and GatherND; fills,
 // ranges and triangles. They move elements as unsigned integers of the
 // element's size, so one instantiation serves every dtype of that size.
 #include <cstring>
@@ -14,6 +14,23 @@ __global__ void strided_copy_kernel(const T* in, T* out, index_plan plan) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < plan.count;
        i += std::int64_t{gridDim.x} * blockDim.x) {
     out[offset_of(plan, 3, i)] = in[offset_of(plan, 0, i)];
+  }
+}
+
+// The parts' addresses beside the launch's layout: a kernel argument, so
+// the concat needs no device-side table.
+struct concat_sources {
+  const void* from[k_concat_parts];
+};
+
+template <class C>
+__global__ void concat_kernel(concat_launch l, concat_sources s, C* out) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < l.count;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int64_t row = i / l.row_chunks, piece = i % l.row_chunks;
+    int p = 0;
+    while (p + 1 < l.parts && piece >= l.part_begin[p + 1]) ++p;
+    out[i] = static_cast<const C*>(s.from[p])[row * l.part_chunks[p] + piece - l.part_begin[p]];
   }
 }
 
@@ -112,6 +129,26 @@ void launch_strided_copy(std::size_t element, const void* in, void* out, const i
     strided_copy_kernel<T><<<grid_for(plan.count), k_block, 0, as_stream(stream)>>>(
         static_cast<const T*>(in), static_cast<T*>(out), plan);
   });
+  check_launch();
+}
+
+void launch_concat(const concat_launch& l, const void* const* from, void* out, void* stream) {
+  if (l.count == 0) return;
+  concat_sources s{};
+  for (int p = 0; p < l.parts; ++p) s.from[p] = from[p];
+  const auto run = [&](auto* typed_out) {
+    concat_kernel<<<grid_for(l.count), k_block, 0, as_stream(stream)>>>(l, s, typed_out);
+  };
+  switch (l.chunk) {
+    case 16: run(static_cast<uint4*>(out)); break;
+    case 8: run(static_cast<uint2*>(out)); break;
+    case 4: run(static_cast<std::uint32_t*>(out)); break;
+    case 2: run(static_cast<std::uint16_t*>(out)); break;
+    case 1: run(static_cast<std::uint8_t*>(out)); break;
+    default:
+      throw invalid_argument("a concat moves pieces of 16, 8, 4, 2 or 1 bytes, not " +
+                             std::to_string(l.chunk));
+  }
   check_launch();
 }
 

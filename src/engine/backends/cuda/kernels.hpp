@@ -75,6 +75,22 @@ void launch_cast(dtype from, dtype to, const void* x, void* y, std::int64_t coun
 void launch_clip(dtype type, const void* x, void* y, std::int64_t count, bool has_lo, double lo,
                  bool has_hi, double hi, void* stream);
 
+/// A Concat as one launch (launch_shapes.hpp, plan_concat): the output and
+/// every part viewed as [outer, row] in `chunk`-byte pieces; part i's row of
+/// part_chunks[i] pieces goes to the output row from piece part_begin[i].
+inline constexpr int k_concat_parts = 8;
+struct concat_launch {
+  int chunk = 1;  ///< bytes a thread moves at once: 16, 8, 4, 2 or 1
+  int parts = 0;
+  std::int64_t outer = 0;
+  std::int64_t row_chunks = 0;  ///< the output row, in pieces
+  std::int64_t part_chunks[k_concat_parts] = {};
+  std::int64_t part_begin[k_concat_parts] = {};
+  std::int64_t count = 0;  ///< pieces in all: outer x row_chunks
+};
+/// out = the parts `from[0..parts)` side by side, as `l` says.
+void launch_concat(const concat_launch& l, const void* const* from, void* out, void* stream);
+
 /// out[plan's operand 3 offsets] = in[operand 0 offsets], `element` bytes
 /// each (transpose, expand, slice, concat, split).
 void launch_strided_copy(std::size_t element, const void* in, void* out, const index_plan& plan,

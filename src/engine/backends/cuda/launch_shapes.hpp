@@ -7,8 +7,12 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include "engine/backends/cuda/kernels.hpp"
 #include "engine/fusion/elementwise_program.hpp"
@@ -54,6 +58,46 @@ inline layer_norm_launch plan_layer_norm(int element, std::int64_t rows, std::in
   const std::int64_t lanes = (n / l.vec + 31) / 32 * 32;
   l.threads = static_cast<int>(std::min<std::int64_t>(lanes, k_layer_norm_block_threads));
   l.blocks = rows;
+  return l;
+}
+
+/// A Concat of `row_bytes.size()` parts as one launch, or nullopt where it
+/// takes one copy per part: more than k_concat_parts parts of non-zero
+/// width, or none. Part i is [outer, row_bytes[i]] bytes; `addresses` are
+/// the parts' and the output's. The piece is the widest of 16, 8, 4, 2 and
+/// 1 bytes that every row and address is a multiple of, so a decode step's
+/// key cache ([1, 12, 128, 64] beside [1, 12, 1, 64] in float16) moves 16
+/// bytes a thread. Parts of width 0 are left out (`kept` gets the index of
+/// each part kept, in order).
+inline std::optional<concat_launch> plan_concat(std::int64_t outer,
+                                                std::span<const std::int64_t> row_bytes,
+                                                std::span<const std::uintptr_t> addresses,
+                                                std::vector<std::size_t>& kept) {
+  kept.clear();
+  for (std::size_t i = 0; i < row_bytes.size(); ++i) {
+    if (row_bytes[i] > 0) kept.push_back(i);
+  }
+  if (kept.empty() || kept.size() > static_cast<std::size_t>(k_concat_parts) || outer <= 0) {
+    return std::nullopt;
+  }
+  concat_launch l;
+  for (const int chunk : {16, 8, 4, 2, 1}) {
+    bool fits = true;
+    for (const std::size_t i : kept) fits = fits && row_bytes[i] % chunk == 0;
+    for (const std::uintptr_t a : addresses) fits = fits && a % chunk == 0;
+    if (fits) {
+      l.chunk = chunk;
+      break;
+    }
+  }
+  l.parts = static_cast<int>(kept.size());
+  l.outer = outer;
+  for (std::size_t p = 0; p < kept.size(); ++p) {
+    l.part_begin[p] = l.row_chunks;
+    l.part_chunks[p] = row_bytes[kept[p]] / l.chunk;
+    l.row_chunks += l.part_chunks[p];
+  }
+  l.count = outer * l.row_chunks;
   return l;
 }
 

@@ -1,21 +1,28 @@
 // Data movement and shape ops of the CUDA backend. Views that keep the bytes
-// in order (Reshape, Flatten, Squeeze, Unsqueeze) share the input's storage;
-// Transpose, Expand, Slice, Concat and Split are one strided copy each
-// (data.cu); shape arguments (a Reshape's shape, a Slice's starts) are read
-// on the host.
+// in order (Reshape, Flatten, Squeeze, Unsqueeze, a Transpose of size-1
+// axes, a Split into contiguous ranges) share the input's storage;
+// Transpose, Expand, Slice and Split are otherwise one strided copy each,
+// Concat one launch for up to 8 parts (data.cu); shape arguments (a
+// Reshape's shape, a Slice's starts) are read on the host.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "engine/backends/cuda/launch_shapes.hpp"
 #include "engine/backends/cuda/plan.hpp"
 
 namespace coolbench::engine::cuda {
 namespace {
 
 using int_list = std::vector<std::int64_t>;
+
+// Where a part of a tensor may be a view of it: as aligned as an arena slot
+// or a fresh device block, so no kernel meets a less aligned input.
+constexpr std::uintptr_t k_view_alignment = 256;
 
 std::int64_t product(const shape_t& shape, std::size_t begin, std::size_t end) {
   std::int64_t result = 1;
@@ -199,6 +206,30 @@ void concat(const op_call& call) {
     shape[axis] += t.shape()[axis];
   }
   tensor out = call.allocate(first.type(), shape);
+  // One launch for every part where they fit one (a decode step's key and
+  // value caches: the past beside one new position).
+  const std::int64_t outer = product(shape, 0, axis);
+  const std::int64_t inner = product(shape, axis + 1, shape.size());
+  std::vector<std::int64_t> row_bytes;
+  std::vector<std::uintptr_t> addresses;
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    const tensor& t = call.in(i);
+    row_bytes.push_back(t.shape()[axis] * inner * static_cast<std::int64_t>(size_of(t.type())));
+    if (t.size() > 0) addresses.push_back(reinterpret_cast<std::uintptr_t>(t.device_data()));
+  }
+  if (out.size() == 0) {
+    call.outputs[0] = std::move(out);
+    return;
+  }
+  addresses.push_back(reinterpret_cast<std::uintptr_t>(out.device_data()));
+  std::vector<std::size_t> kept;
+  if (const auto l = plan_concat(outer, row_bytes, addresses, kept)) {
+    std::vector<const void*> from;
+    for (const std::size_t i : kept) from.push_back(call.in(i).device_data());
+    launch_concat(*l, from.data(), out.device_data(), call.stream);
+    call.outputs[0] = std::move(out);
+    return;
+  }
   const int_list out_strides = dense_strides(shape);
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < call.inputs.size(); ++i) {
@@ -246,10 +277,27 @@ void split(const op_call& call) {
       normalize_axis(call, call.n.get<std::int64_t>("axis", 0), rank_of(data)));
   const int_list sizes = split_sizes(call, data.shape()[axis]);
   const int_list in_strides = dense_strides(data.shape());
+  // With nothing but size-1 axes before the split one, each part is one
+  // range of the input's elements: a view of it, no copy, where every part
+  // starts as aligned as an allocation would (kernels may read 16 bytes at
+  // a time). A decode step's QKV split is such a split.
+  bool views = product(data.shape(), 0, axis) == 1 && data.size() > 0;
+  for (std::int64_t i = 0, offset = 0; views && i < static_cast<std::int64_t>(sizes.size());
+       offset += sizes[static_cast<std::size_t>(i)], ++i) {
+    const auto address =
+        reinterpret_cast<std::uintptr_t>(data.device_data()) +
+        static_cast<std::uintptr_t>(offset * in_strides[axis]) * size_of(data.type());
+    views = address % k_view_alignment == 0;
+  }
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < call.outputs.size(); ++i) {
     shape_t shape = data.shape();
     shape[axis] = sizes[i];
+    if (views) {
+      call.outputs[i] = data.elements_from(offset * in_strides[axis], std::move(shape));
+      offset += sizes[i];
+      continue;
+    }
     tensor out = call.allocate(data.type(), shape);
     copy_strided(call, data, shape, in_strides, offset * in_strides[axis], out,
                  dense_strides(shape), 0);
