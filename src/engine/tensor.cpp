@@ -123,8 +123,8 @@ tensor tensor::elements_from(std::int64_t first, shape_t shape) const {
   if (!m_device) throw invalid_argument("a view of elements needs a device tensor");
   const std::int64_t count = element_count(shape);
   if (first < 0 || first > m_count || count > m_count - first) {
-    throw invalid_argument("elements [" + std::to_string(first) + ", " +
-                           std::to_string(first + count) + ") are not within the " +
+    throw invalid_argument(std::to_string(count) + " elements from element " +
+                           std::to_string(first) + " are not within the " +
                            std::to_string(m_count) + " of " + to_string(m_shape));
   }
   return {m_type, std::move(shape), m_device,

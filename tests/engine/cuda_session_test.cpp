@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "coolbench/core/error.hpp"
 #include "coolbench/device.hpp"
@@ -248,6 +250,54 @@ TEST(cuda_session, a_graph_run_still_reports_an_index_out_of_range) {
   s.set_input("ids", ids);
   s.run();
   EXPECT_EQ(s.output(0).data<float>()[5], 9.0F);
+}
+
+// A Split into aligned ranges returns views of its input (no copy); the
+// views are read by later nodes, concatenated in one launch, and one is a
+// graph output itself: replayed as a CUDA graph over the arena, with new
+// input values, the outputs are the CPU's.
+TEST(cuda_session, split_views_and_one_launch_concat_replay_as_a_graph) {
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  graph g;
+  g.opset = 18;
+  g.inputs.push_back({"x", dtype::float32, {{1, ""}, {1, ""}, {384, ""}}, true});
+  g.outputs.push_back({"y", dtype::float32, {{1, ""}, {1, ""}, {256, ""}}, true});
+  g.outputs.push_back({"c", dtype::float32, {{1, ""}, {1, ""}, {128, ""}}, true});
+  tensor two(dtype::float32, {});
+  two.data<float>()[0] = 2.0F;
+  g.initializers.emplace("two", two);
+  const auto add_node = [&](std::string op, std::vector<std::string> in,
+                            std::vector<std::string> out) {
+    node n;
+    n.name = op + "_" + out.front();
+    n.op_type = std::move(op);
+    n.inputs = std::move(in);
+    n.outputs = std::move(out);
+    g.nodes.push_back(std::move(n));
+    return &g.nodes.back();
+  };
+  add_node("Mul", {"x", "two"}, {"t"});
+  add_node("Split", {"t"}, {"a", "b", "c"})->attributes["axis"] = std::int64_t{-1};
+  g.nodes.back().attributes["num_outputs"] = std::int64_t{3};
+  add_node("Add", {"a", "b"}, {"ab"});
+  add_node("Concat", {"ab", "c"}, {"y"})->attributes["axis"] = std::int64_t{-1};
+  session gpu(g, "cuda:0");
+  session cpu(g, "cpu");
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  for (int round = 0; round < 4; ++round) {  // record, capture, replay with new values
+    tensor x(dtype::float32, {1, 1, 384});
+    for (auto& v : x.data<float>()) v = normal(rng);
+    gpu.set_input("x", x);
+    cpu.set_input("x", x);
+    gpu.run();
+    cpu.run();
+    for (std::size_t o = 0; o < 2; ++o) {
+      EXPECT_TRUE(same_bytes(gpu.output(o), cpu.output(o))) << "output " << o << ", run " << round;
+    }
+  }
+  EXPECT_EQ(gpu.execution().mode, execution_mode::graph) << gpu.execution().reason;
+  EXPECT_TRUE(gpu.execution().arena);
 }
 
 // The model workload's figure is CUDA-event time around one launch.

@@ -349,10 +349,8 @@ std::vector<unsigned char> run_concat(const concat_launch& l,
                                       const std::vector<std::size_t>& kept) {
   std::vector<unsigned char> out(static_cast<std::size_t>(l.count * l.chunk));
   for (std::int64_t i = 0; i < l.count; ++i) {
-    const std::int64_t row = i / l.row_chunks, piece = i % l.row_chunks;
     int p = 0;
-    while (p + 1 < l.parts && piece >= l.part_begin[p + 1]) ++p;
-    const auto from = (row * l.part_chunks[p] + piece - l.part_begin[p]) * l.chunk;
+    const std::int64_t from = concat_source(l, i, p) * l.chunk;
     std::copy_n(parts[kept[static_cast<std::size_t>(p)]].begin() + from, l.chunk,
                 out.begin() + i * l.chunk);
   }
@@ -364,15 +362,17 @@ TEST(launch_shapes, concat_in_one_launch_matches_a_concat) {
   struct problem {
     std::int64_t outer;
     std::vector<std::int64_t> row_bytes;
-    std::uintptr_t address;  // every part's and the output's
+    std::uintptr_t address;         // every part's and the output's
+    std::uintptr_t second_address;  // the second part's, where it differs
     int chunk;
   };
   const problem problems[] = {
-      {12, {128 * 64 * 2, 64 * 2}, 256, 16},    // a decode step's key cache, float16
-      {2, {3 * 4 * 4, 0, 5 * 4 * 4}, 256, 16},  // the parity test's Concat, an empty part
-      {3, {6, 10, 2}, 256, 2},                  // float16 rows of 3, 5 and 1
-      {4, {16, 16}, 264, 8},                    // aligned rows at an 8-byte address
-      {5, {3, 1, 7}, 256, 1},                   // bytes (boolean)
+      {12, {128 * 64 * 2, 64 * 2}, 256, 256, 16},    // a decode step's key cache, float16
+      {2, {3 * 4 * 4, 0, 5 * 4 * 4}, 256, 256, 16},  // the parity test's Concat, an empty part
+      {3, {6, 10, 2}, 256, 256, 2},                  // float16 rows of 3, 5 and 1
+      {4, {16, 16}, 264, 264, 8},                    // aligned rows at an 8-byte address
+      {4, {16, 16, 32}, 256, 260, 4},                // one part less aligned than the rest
+      {5, {3, 1, 7}, 256, 256, 1},                   // bytes (boolean)
   };
   for (const problem& pb : problems) {
     std::vector<std::vector<unsigned char>> parts;
@@ -387,7 +387,8 @@ TEST(launch_shapes, concat_in_one_launch_matches_a_concat) {
         expected.insert(expected.end(), begin, begin + pb.row_bytes[p]);
       }
     }
-    const std::vector<std::uintptr_t> addresses(pb.row_bytes.size() + 1, pb.address);
+    std::vector<std::uintptr_t> addresses(pb.row_bytes.size() + 1, pb.address);
+    addresses[1] = pb.second_address;
     std::vector<std::size_t> kept;
     const auto l = plan_concat(pb.outer, pb.row_bytes, addresses, kept);
     ASSERT_TRUE(l.has_value());

@@ -1,10 +1,12 @@
 // Kernels that move elements without arithmetic: the strided copy behind
-// Transpose, Expand, Slice and Split; Concat's pieces; Gather and GatherND; fills,
+// Transpose, Expand, Slice, Split and a Concat of more than 8 parts; a
+// Concat's pieces in one launch; Gather and GatherND; fills,
 // ranges and triangles. They move elements as unsigned integers of the
 // element's size, so one instantiation serves every dtype of that size.
 #include <cstring>
 
 #include "engine/backends/cuda/common.cuh"
+#include "engine/backends/cuda/launch_shapes.hpp"
 
 namespace coolbench::engine::cuda {
 namespace {
@@ -27,10 +29,9 @@ template <class C>
 __global__ void concat_kernel(concat_launch l, concat_sources s, C* out) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < l.count;
        i += std::int64_t{gridDim.x} * blockDim.x) {
-    const std::int64_t row = i / l.row_chunks, piece = i % l.row_chunks;
-    int p = 0;
-    while (p + 1 < l.parts && piece >= l.part_begin[p + 1]) ++p;
-    out[i] = static_cast<const C*>(s.from[p])[row * l.part_chunks[p] + piece - l.part_begin[p]];
+    int part = 0;
+    const std::int64_t from = concat_source(l, i, part);
+    out[i] = static_cast<const C*>(s.from[part])[from];
   }
 }
 

@@ -105,6 +105,9 @@ int config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_
 // 128), and its tiles then leave most multiprocessors idle.
 void add_split_k_variants(cublasLtHandle_t handle, const gemm_key& key, const gemm_entry& entry,
                           int multiprocessors, candidate_list& candidates) {
+  // Timing writes a scratch Y where C is Y (needs_scratch_target), so a
+  // split there would run in the model as it was never timed: none.
+  if (!key.beta_zero && !key.separate_c) return;
   const std::vector<int> counts = split_k_counts(key.m, key.n, key.k, key.batch, multiprocessors);
   if (counts.empty()) return;
   constexpr int k_split_bases = 3;  // heuristic candidates varied
@@ -123,22 +126,21 @@ void add_split_k_variants(cublasLtHandle_t handle, const gemm_key& key, const ge
                                           sizeof schemes, &written) != CUBLAS_STATUS_SUCCESS) {
       continue;
     }
-    // A float32 reduction in the workspace where offered (no rounding of
-    // the partial sums to 16 bits); else what the algorithm has.
+    // Partial sums reduced in float32 in the workspace only: the other
+    // schemes add them in the output's type, rounding a 16-bit product at
+    // every step (the same for float32 output).
     std::uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_NONE;
-    for (const cublasLtReductionScheme_t s :
-         {CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE,
-          CUBLASLT_REDUCTION_SCHEME_INPLACE}) {
-      if ((schemes & static_cast<std::uint32_t>(s)) != 0U) {
-        scheme = static_cast<std::uint32_t>(s);
-        break;
-      }
+    if ((schemes & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE) != 0U) {
+      scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    } else if (key.type == static_cast<int>(dtype::float32) &&
+               (schemes & CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE) != 0U) {
+      scheme = CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
     }
     if (scheme == CUBLASLT_REDUCTION_SCHEME_NONE) continue;
     ++bases;
     for (const int count : counts) {
       cublasLtMatmulAlgo_t algo = base;
-      const auto splits = static_cast<std::uint32_t>(count);
+      const auto splits = static_cast<std::int32_t>(count);
       cublasLtMatmulHeuristicResult_t checked{};
       if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
                                                sizeof splits) != CUBLAS_STATUS_SUCCESS ||
@@ -324,7 +326,7 @@ bool tune(const op_call& call, blas_state& blas, const product& p, const gemm_ke
   const auto best = fastest_candidate(samples);
   if (!best) {
     call.fail("no cuBLASLt algorithm of the " + std::to_string(candidates.size()) +
-              " the heuristic offered could be launched");
+              " timed (the heuristic's and their split-K variants) could be launched");
   }
   const candidate& chosen = candidates[*best];
   const auto offered = static_cast<std::size_t>(std::count_if(

@@ -101,6 +101,16 @@ inline std::optional<concat_launch> plan_concat(std::int64_t outer,
   return l;
 }
 
+/// Where piece `i` of a concat's output comes from: the part (`part`) and
+/// the piece within it. concat_kernel's index math, shared with the CPU test.
+COOLBENCH_HOST_DEVICE inline std::int64_t concat_source(const concat_launch& l, std::int64_t i,
+                                                        int& part) {
+  const std::int64_t row = i / l.row_chunks, piece = i % l.row_chunks;
+  part = 0;
+  while (part + 1 < l.parts && piece >= l.part_begin[part + 1]) ++part;
+  return row * l.part_chunks[part] + piece - l.part_begin[part];
+}
+
 /// coolbench.Attention's kernels (attention.cu, attention_mma.cu).
 enum class attention_kernel {
   decode_split,    // sq == 1: chunks of keys over blocks, then a merge kernel
