@@ -364,9 +364,12 @@ std::unique_ptr<workload> make_model_workload(const std::filesystem::path& model
 
 model_node_profile profile_model_nodes(const std::filesystem::path& model, std::string_view backend,
                                        const std::map<std::string, std::int64_t>& dimensions,
-                                       bool cuda_graph, std::size_t runs) {
+                                       bool cuda_graph, std::size_t runs, bool trace_kernels) {
   if (runs == 0) throw invalid_argument("profile_model_nodes needs at least one run");
   model_workload w(model, std::string(backend), dimensions, cuda_graph);
+  if (trace_kernels && !w.device()) {
+    throw invalid_argument("a kernel trace needs a GPU backend, not " + std::string(backend));
+  }
   model_node_profile profile;
   profile.runs = runs;
   std::vector<double> times;
@@ -378,6 +381,21 @@ model_node_profile profile_model_nodes(const std::filesystem::path& model, std::
   profile.median_run_ms = stats::median(times);
   profile.execution = w.execution();
   profile.description = w.describe();
+#ifdef COOLBENCH_MEASURE_HAVE_CUDA  // else no backend has a device: refused above
+  if (trace_kernels) {
+    // Each held run begins with the hold kernel, which splits the trace
+    // into runs; a run that waits for the host has no hold, so one run is
+    // traced alone then.
+    for (const std::size_t traced : {runs, std::size_t{1}}) {
+      device::kernel_trace trace;
+      for (std::size_t i = 0; i < traced; ++i) (void)w.run();  // each run waits for its events
+      const auto records = trace.stop();
+      profile.kernels = device::summarize_kernel_runs(records, detail::k_hold_kernel_name);
+      profile.kernels_dropped = trace.dropped();
+      if (profile.kernels->marked || traced == 1) break;
+    }
+  }
+#endif
   profile.nodes = w.node_times(runs);
   w.release();
   return profile;

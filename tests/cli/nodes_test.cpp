@@ -84,6 +84,9 @@ TEST_F(nodes_test, bad_options_and_missing_files_use_the_documented_codes) {
   r = run({"nodes", tiny_model().string(), "--device", "cpu"});  // sequence left unbound
   EXPECT_EQ(r.code, 4) << describe(r);
   EXPECT_NE(r.err.find("--dim"), std::string::npos) << r.err;
+  r = run({"nodes", tiny_model().string(), "--device", "cpu", "--kernels"});
+  EXPECT_EQ(r.code, 2) << describe(r);
+  EXPECT_NE(r.err.find("--kernels traces GPU kernels"), std::string::npos) << r.err;
 }
 
 TEST_F(nodes_test, help_prints_the_documentation) {

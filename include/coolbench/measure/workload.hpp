@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "coolbench/core/error.hpp"
+#include "coolbench/device/kernel_trace.hpp"
 #include "coolbench/measure/timing.hpp"
 
 namespace coolbench::engine {
@@ -159,15 +160,23 @@ struct model_node_profile {
   double least_run_ms = 0;  ///< the least ordinary run, timed as the workload times it
   double median_run_ms = 0;
   std::vector<engine::node_time> nodes;  ///< the plan's nodes in run order
+  /// With trace_kernels on a GPU: `runs` ordinary runs as CUPTI recorded
+  /// their kernels (device/kernel_trace.hpp), each run begun by the stream
+  /// hold, which is left out; kernels_dropped counts records CUPTI had no room for.
+  std::optional<device::kernel_runs> kernels;
+  std::size_t kernels_dropped = 0;
 };
 
-/// Times `runs` ordinary runs after `runs` warm-up runs, then the nodes
+/// Times `runs` ordinary runs after `runs` warm-up runs, then (with
+/// `trace_kernels`) traces `runs` more with CUPTI, then the nodes
 /// (engine::session::node_times, `runs` runs). No protocol: no gating, one
-/// context. Only in a build with the engine; throws as make_model_workload.
+/// context. Only in a build with the engine; throws as make_model_workload,
+/// and trace_kernels throws invalid_argument on the CPU backend and
+/// not_available where CUPTI cannot trace.
 [[nodiscard]] model_node_profile profile_model_nodes(
     const std::filesystem::path& model, std::string_view backend = "cpu",
     const std::map<std::string, std::int64_t>& dimensions = {}, bool cuda_graph = true,
-    std::size_t runs = 20);
+    std::size_t runs = 20, bool trace_kernels = false);
 
 /// A session the caller made (engine/session.hpp), run with `inputs` (set
 /// again after each release()): what coolbench.measure(session, feeds)

@@ -16,6 +16,8 @@
 #include "cli/exit_codes.hpp"
 #include "cli/help.hpp"
 #include "cli/model_choice.hpp"
+#include "coolbench/core/error.hpp"
+#include "coolbench/device/kernel_trace.hpp"
 #include "coolbench/engine/model.hpp"
 #include "coolbench/engine/session.hpp"
 #include "coolbench/measure/workload.hpp"
@@ -32,6 +34,7 @@ struct nodes_options {
   std::size_t runs = 20;
   std::size_t top = 15;
   std::string json_path;
+  bool kernels = false;
 };
 
 struct op_total {
@@ -85,6 +88,52 @@ void print_profile(const measure::model_node_profile& p, std::size_t top) {
   }
 }
 
+// The traced runs: where the GPU was busy, which kernels took the time, and
+// the shared memory each asked for and ran with.
+void print_kernels(const device::kernel_runs& k, std::size_t dropped, std::size_t top) {
+  const double idle = k.span_us - k.busy_us;
+  const std::size_t gaps = k.kernels_per_run > 0 ? k.kernels_per_run - 1 : 0;
+  fmt::print(
+      "\nkernels of a run as launched (CUPTI, {} runs): {} kernels a run; the GPU ran kernels "
+      "{:.4f} ms of a {:.4f} ms span ({:.1f}%), idle between them {:.4f} ms ({:.2f} us a gap)\n",
+      k.runs, k.kernels_per_run, k.busy_us / 1e3, k.span_us / 1e3,
+      k.span_us > 0 ? 100.0 * k.busy_us / k.span_us : 0.0, idle / 1e3,
+      gaps > 0 ? idle / static_cast<double>(gaps) : 0.0);
+  if (dropped > 0)
+    fmt::print("({} kernel records dropped by CUPTI: the figures miss them)\n", dropped);
+  if (k.runs == 0) return;
+  fmt::print("{:<48} {:>6} {:>9} {:>7} {:>9} {:>9} {:>14}\n", "kernel", "a run", "us a run",
+             "share", "mean us", "least us", "smem KB/config");
+  const auto runs = static_cast<double>(k.runs);
+  for (std::size_t i = 0; i < k.kernels.size() && i < top; ++i) {
+    const auto& t = k.kernels[i];
+    const std::string name = device::short_kernel_name(t.name);
+    fmt::print("{:<48} {:>6.1f} {:>9.2f} {:>6.1f}% {:>9.2f} {:>9.2f} {:>6.0f}/{:<7.0f}\n",
+               name.substr(0, 48), static_cast<double>(t.calls) / runs, t.total_us / runs,
+               k.busy_us > 0 ? 100.0 * t.total_us / runs / k.busy_us : 0.0,
+               t.total_us / static_cast<double>(t.calls), t.least_us, t.dynamic_shared / 1024.0,
+               t.shared_executed / 1024.0);
+  }
+  if (k.kernels.size() > top)
+    fmt::print("({} more kernels; --json has them all)\n", k.kernels.size() - top);
+}
+
+nlohmann::json kernels_json(const device::kernel_runs& k, std::size_t dropped) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& t : k.kernels) {
+    list.push_back({{"name", t.name},
+                    {"short_name", device::short_kernel_name(t.name)},
+                    {"calls", t.calls},
+                    {"total_us", t.total_us},
+                    {"least_us", t.least_us},
+                    {"dynamic_shared_bytes", t.dynamic_shared},
+                    {"shared_executed_bytes", t.shared_executed}});
+  }
+  return {{"runs", k.runs},       {"kernels_per_run", k.kernels_per_run},
+          {"span_us", k.span_us}, {"busy_us", k.busy_us},
+          {"dropped", dropped},   {"kernels", std::move(list)}};
+}
+
 nlohmann::json profile_json(const measure::model_node_profile& p) {
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& t : p.nodes) {
@@ -95,15 +144,22 @@ nlohmann::json profile_json(const measure::model_node_profile& p) {
                      {"min_ms", t.min_ms},
                      {"detail", t.detail}});
   }
-  return {{"schema", "coolbench.nodes/1"},  {"model", p.description},
-          {"execution", p.execution},       {"runs", p.runs},
-          {"least_run_ms", p.least_run_ms}, {"median_run_ms", p.median_run_ms},
-          {"nodes", std::move(nodes)}};
+  nlohmann::json doc = {{"schema", "coolbench.nodes/1"},  {"model", p.description},
+                        {"execution", p.execution},       {"runs", p.runs},
+                        {"least_run_ms", p.least_run_ms}, {"median_run_ms", p.median_run_ms},
+                        {"nodes", std::move(nodes)}};
+  if (p.kernels) doc["kernel_trace"] = kernels_json(*p.kernels, p.kernels_dropped);
+  return doc;
 }
 
 int run_nodes(const nodes_options& o) {
   auto dims = parse_dims(o.dims);
   const std::string backend = model_backend(o.device, false);
+  if (o.kernels && backend == "cpu") {
+    fmt::print(stderr,
+               "coolbench nodes: --kernels traces GPU kernels; the CPU backend runs none\n");
+    return exit_usage;
+  }
   std::filesystem::path model = o.model;
   if (model.empty()) {
     const bool half = backend != "cpu";
@@ -115,13 +171,19 @@ int run_nodes(const nodes_options& o) {
   }
   measure::model_node_profile profile;
   try {
-    profile = measure::profile_model_nodes(model, backend, dims, !o.no_cuda_graph, o.runs);
+    profile =
+        measure::profile_model_nodes(model, backend, dims, !o.no_cuda_graph, o.runs, o.kernels);
   } catch (const engine::model_error& e) {
     std::fflush(stdout);
     fmt::print(stderr, "coolbench nodes: {}\n", e.what());
     return exit_bad_device;  // documented: a file that is no model, or one the backend cannot run
+  } catch (const not_available& e) {  // --kernels where CUPTI cannot trace
+    std::fflush(stdout);
+    fmt::print(stderr, "coolbench nodes: --kernels: {}\n", e.what());
+    return exit_error;
   }
   print_profile(profile, o.top);
+  if (profile.kernels) print_kernels(*profile.kernels, profile.kernels_dropped, o.top);
   if (!o.json_path.empty()) {
     report::write_text_atomically(o.json_path, profile_json(profile).dump(1) + "\n");
   }
@@ -145,6 +207,9 @@ command add_nodes_command(CLI::App& parent) {
   app->add_option("--top", o->top, "Slowest nodes listed (default 15)")
       ->check(CLI::Range(0, 100000));
   app->add_option("--json", o->json_path, "Write every node's time as JSON (coolbench.nodes/1)");
+  app->add_flag("--kernels", o->kernels,
+                "Also trace the runs' kernels with CUPTI: GPU time per kernel and the idle "
+                "time between kernels (a GPU only)");
   return {app, [o] { return run_nodes(*o); }, help::nodes()};
 }
 

@@ -15,6 +15,10 @@ struct CUstream_st;
 
 namespace coolbench::measure::detail {
 
+/// The wait kernel's name as a profiler or kernel trace shows it: what marks
+/// the start of each held sample in a trace (coolbench nodes --kernels).
+inline constexpr const char* k_hold_kernel_name = "hold_kernel";
+
 /// How long to hold a stream. A hold the host's queuing outlasts doubles (up
 /// to `max_ns`) and the sample is redone; one more than shrink_factor times
 /// the slowest queuing of the last queue_window samples halves (not below
