@@ -129,7 +129,8 @@ def table(runs):
                 + (f"{row['cv'] * 100:.3f} %" if row["cv"] is not None else "n/a") + " | "
                 f"{row['covered_pairs']}/{row['pairs']} ({share * 100:.0f} %) | "
                 + (f"±{row['mean_rel_ci'] * 100:.3f} %" if row["mean_rel_ci"] else "n/a") + " | "
-                f"{row['wall_s']:.1f} s | {row['contexts']:.1f} |")
+                + (f"{row['wall_s']:.1f} s" if row["wall_s"] is not None else "n/a") + " | "
+                + (f"{row['contexts']:.1f}" if row["contexts"] is not None else "n/a") + " |")
     verdicts = []
     for row in rows:
         if row["policy"] != "coolbench" or not row["pairs"]:
@@ -158,7 +159,7 @@ def write_json(path, rows, runs, label, extra):
     if os.path.exists(path):
         with open(path) as f:
             records = json.load(f)
-    keys = {(label, row["workload"], row["policy"]) for row in rows}
+    keys = {(label, row["spec"], row["policy"]) for row in rows}  # records keep the spec
     records = [r for r in records if (r.get("label"), r["workload"], r["policy"]) not in keys]
     for row in rows:
         records.append({

@@ -89,6 +89,7 @@ kernel_runs summarize_kernel_runs(std::span<const kernel_record> records, std::s
       t.least_us = t.calls == 0 ? us : std::min(t.least_us, us);
       ++t.calls;
       t.total_us += us;
+      t.static_shared = r->static_shared;
       t.dynamic_shared = r->dynamic_shared;
       t.shared_executed = r->shared_executed;
     }

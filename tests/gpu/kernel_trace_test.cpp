@@ -53,7 +53,9 @@ TEST(kernel_trace, records_every_launch_of_the_probe_kernel) {
               records.size(), runs.busy_us, runs.span_us);
   kernel_trace again;  // the first one stopped: a new trace may start
   EXPECT_TRUE(again.stop().empty());
-  (void)gpu.release();
+  // No release here: CUPTI keeps device memory of its own in the context
+  // (14 MiB on an H200), which the device layer counts as foreign memory
+  // and so refuses to reset under (docs/cli/nodes.md says so).
 }
 
 }  // namespace

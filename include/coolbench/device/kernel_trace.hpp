@@ -24,7 +24,8 @@ struct kernel_record {
   std::uint32_t device = 0, stream = 0;
   std::int32_t grid[3] = {}, block[3] = {};
   std::int32_t static_shared = 0, dynamic_shared = 0;  ///< bytes a block asked for
-  std::uint32_t shared_executed = 0;  ///< the shared-memory configuration it ran with (bytes)
+  std::uint32_t shared_executed = 0;  ///< the shared-memory configuration it ran with
+                                      ///< (bytes; 0 where CUPTI does not report it)
   std::uint16_t registers = 0;        ///< per thread
   std::uint64_t graph_node = 0;       ///< 0 when not launched by a CUDA graph
 };
@@ -61,8 +62,9 @@ struct kernel_total {
   std::size_t calls = 0;              ///< over all runs
   double total_us = 0;                ///< over all runs
   double least_us = 0;                ///< the shortest call
+  std::int32_t static_shared = 0;     ///< of its last call (bytes)
   std::int32_t dynamic_shared = 0;    ///< of its last call (bytes)
-  std::uint32_t shared_executed = 0;  ///< of its last call (bytes)
+  std::uint32_t shared_executed = 0;  ///< of its last call (bytes; 0 where CUPTI left it out)
 };
 
 /// Repeated runs of the same work, each run beginning with a marker kernel

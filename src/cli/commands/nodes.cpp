@@ -102,17 +102,20 @@ void print_kernels(const device::kernel_runs& k, std::size_t dropped, std::size_
   if (dropped > 0)
     fmt::print("({} kernel records dropped by CUPTI: the figures miss them)\n", dropped);
   if (k.runs == 0) return;
-  fmt::print("{:<48} {:>6} {:>9} {:>7} {:>9} {:>9} {:>14}\n", "kernel", "a run", "us a run",
-             "share", "mean us", "least us", "smem KB/config");
+  fmt::print("{:<48} {:>6} {:>9} {:>7} {:>9} {:>9} {:>8}\n", "kernel", "a run", "us a run", "share",
+             "mean us", "least us", "smem KB");
   const auto runs = static_cast<double>(k.runs);
   for (std::size_t i = 0; i < k.kernels.size() && i < top; ++i) {
     const auto& t = k.kernels[i];
     const std::string name = device::short_kernel_name(t.name);
-    fmt::print("{:<48} {:>6.1f} {:>9.2f} {:>6.1f}% {:>9.2f} {:>9.2f} {:>6.0f}/{:<7.0f}\n",
+    // The configuration the driver chose, where CUPTI reports one.
+    const std::string config =
+        t.shared_executed > 0 ? fmt::format(" of {:.0f}", t.shared_executed / 1024.0) : "";
+    fmt::print("{:<48} {:>6.1f} {:>9.2f} {:>6.1f}% {:>9.2f} {:>9.2f} {:>8.0f}{}\n",
                name.substr(0, 48), static_cast<double>(t.calls) / runs, t.total_us / runs,
                k.busy_us > 0 ? 100.0 * t.total_us / runs / k.busy_us : 0.0,
-               t.total_us / static_cast<double>(t.calls), t.least_us, t.dynamic_shared / 1024.0,
-               t.shared_executed / 1024.0);
+               t.total_us / static_cast<double>(t.calls), t.least_us,
+               (t.dynamic_shared + t.static_shared) / 1024.0, config);
   }
   if (k.kernels.size() > top)
     fmt::print("({} more kernels; --json has them all)\n", k.kernels.size() - top);
@@ -126,6 +129,7 @@ nlohmann::json kernels_json(const device::kernel_runs& k, std::size_t dropped) {
                     {"calls", t.calls},
                     {"total_us", t.total_us},
                     {"least_us", t.least_us},
+                    {"static_shared_bytes", t.static_shared},
                     {"dynamic_shared_bytes", t.dynamic_shared},
                     {"shared_executed_bytes", t.shared_executed}});
   }
