@@ -141,8 +141,12 @@ inline std::int64_t attention_decode_chunk(std::int64_t batch_heads, std::int64_
 /// GPU's multiprocessors. `forced`: "" picks; "fma", "mma" (64-row tiles)
 /// or "split_keys" take that kernel wherever it runs (decode always splits).
 /// By default the tensor cores take 64-row tiles unless that makes fewer
-/// blocks than SMs: then 16-row blocks that split the keys (4 times the
-/// blocks, each walking a quarter of the key tiles).
+/// blocks than SMs, or fewer than two waves of blocks that each walk 512
+/// keys or more: then 16-row blocks that split the keys (4 times the
+/// blocks, each walking a quarter of the key tiles). Measured on an H200
+/// (2026-12-06, attention_bench): GPT-2 at 1024 tokens (192 blocks of 64
+/// rows, 16 key tiles) 45 us split against 59 us; at batch 8 and 128
+/// tokens (192 blocks, 2 tiles) 18.7 us split against 13.3 us.
 inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq, std::int64_t sk,
                                        bool tensor_cores, int sms, std::string_view forced) {
   attention_launch l;
@@ -159,7 +163,8 @@ inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq
     l.blocks_y = tiles(32);
     return l;
   }
-  const bool few = batch_heads * tiles(64) < sms;
+  const std::int64_t blocks64 = batch_heads * tiles(64);
+  const bool few = blocks64 < sms || (sk >= 512 && blocks64 < 2 * std::int64_t{sms});
   const bool split = forced == "split_keys" || (forced != "mma" && few);
   l.kernel =
       split && tiles(16) <= 65535 ? attention_kernel::mma_split_keys : attention_kernel::mma_rows64;
