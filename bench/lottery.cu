@@ -51,10 +51,16 @@ namespace dev = coolbench::device;
 namespace md = coolbench::measure::detail;
 
 constexpr std::size_t workspace_bytes = std::size_t{32} << 20U;
-constexpr std::uint64_t hold_ns =
-    50'000'000;  // 50 ms: every probe's runs (up to 3000 launches) queue within it
+constexpr std::uint64_t hold_ns = 50'000'000;  // 50 ms: every probe's launches queue within it
 constexpr int warmups = 20;
 constexpr int short_per_event = 10;  // launches per event pair for the few-microsecond probes
+// Launches a held probe may queue: a stream takes about a thousand before the host blocks until
+// the GPU drains some, which outlasts any hold (all 3000 of a 300-run probe did, on the H200
+// on 2026-12-06: their figures held the host's gaps). The short probes take fewer runs.
+constexpr int max_held_launches = 800;
+int short_runs(int runs) {
+  return std::max(10, std::min(runs, max_held_launches / short_per_event));
+}
 
 struct shape {
   int m, n, k;
@@ -249,7 +255,7 @@ context_row measure_context(int ordinal, coolbench::measure::workload& chain, in
     const std::string name =
         "gemm " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
     row.probes[name] = median_of(
-        lease, events, runs,
+        lease, events, short_runs(runs),
         [&](cudaStream_t st) {
           COOLBENCH_CUBLAS_CALL(cublasLtMatmul(lt, op, &alpha, b.get(), lb, a.get(), la, &beta,
                                                c.get(), lc, c.get(), lc, &result.algo,
@@ -265,7 +271,7 @@ context_row measure_context(int ordinal, coolbench::measure::workload& chain, in
   // Clock-bound.
   auto sink = lease.allocate(std::size_t{4} << 20U);
   row.probes["fma"] = median_of(
-      lease, events, runs,
+      lease, events, short_runs(runs),
       [&](cudaStream_t st) {
         fma_kernel<<<sms, 128, 0, st>>>(static_cast<float*>(sink.get()), 4096);
         COOLBENCH_CUDA_CALL(cudaGetLastError());
@@ -395,7 +401,7 @@ int main(int argc, char** argv) {
     (void)std::strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", &utc);
     std::printf(
         "# lottery\n\n- GPU %d: %s (%s), driver %s\n- date: %s\n- %d contexts, %d runs "
-        "per probe (walks and copy fewer), each context made by a device release\n\n",
+        "per probe (walks, copy and the short probes fewer), each context made by a device release\n\n",
         ordinal, id.name.c_str(), id.uuid.c_str(), id.driver_version.c_str(), date, contexts, runs);
     auto chain = coolbench::measure::make_workload("gemm:fp16:gpt2-small", ordinal);
     std::vector<context_row> rows;
