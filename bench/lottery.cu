@@ -401,7 +401,8 @@ int main(int argc, char** argv) {
     (void)std::strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", &utc);
     std::printf(
         "# lottery\n\n- GPU %d: %s (%s), driver %s\n- date: %s\n- %d contexts, %d runs "
-        "per probe (walks, copy and the short probes fewer), each context made by a device release\n\n",
+        "per probe (walks, copy and the short probes fewer), each context made by a device "
+        "release\n\n",
         ordinal, id.name.c_str(), id.uuid.c_str(), id.driver_version.c_str(), date, contexts, runs);
     auto chain = coolbench::measure::make_workload("gemm:fp16:gpt2-small", ordinal);
     std::vector<context_row> rows;
