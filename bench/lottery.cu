@@ -58,8 +58,9 @@ constexpr int short_per_event = 10;  // launches per event pair for the few-micr
 // the GPU drains some, which outlasts any hold (all 3000 of a 300-run probe did, on the H200
 // on 2026-12-06: their figures held the host's gaps). The short probes take fewer runs.
 constexpr int max_held_launches = 800;
-int short_runs(int runs) {
-  return std::max(10, std::min(runs, max_held_launches / short_per_event));
+/// Runs of a short probe whose call launches up to `kernels` kernels (a split-K product: 2).
+int short_runs(int runs, int kernels) {
+  return std::max(10, std::min(runs, max_held_launches / (short_per_event * kernels)));
 }
 
 struct shape {
@@ -255,7 +256,7 @@ context_row measure_context(int ordinal, coolbench::measure::workload& chain, in
     const std::string name =
         "gemm " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
     row.probes[name] = median_of(
-        lease, events, short_runs(runs),
+        lease, events, short_runs(runs, 2),  // with split-K, a reduction kernel too
         [&](cudaStream_t st) {
           COOLBENCH_CUBLAS_CALL(cublasLtMatmul(lt, op, &alpha, b.get(), lb, a.get(), la, &beta,
                                                c.get(), lc, c.get(), lc, &result.algo,
@@ -271,7 +272,7 @@ context_row measure_context(int ordinal, coolbench::measure::workload& chain, in
   // Clock-bound.
   auto sink = lease.allocate(std::size_t{4} << 20U);
   row.probes["fma"] = median_of(
-      lease, events, short_runs(runs),
+      lease, events, short_runs(runs, 1),
       [&](cudaStream_t st) {
         fma_kernel<<<sms, 128, 0, st>>>(static_cast<float*>(sink.get()), 4096);
         COOLBENCH_CUDA_CALL(cudaGetLastError());

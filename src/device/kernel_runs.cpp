@@ -58,13 +58,14 @@ kernel_runs summarize_kernel_runs(std::span<const kernel_record> records, std::s
   for (const auto& r : records) sorted.push_back(&r);
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const auto* a, const auto* b) { return a->start_ns < b->start_ns; });
-  const bool marked = !marker.empty() && std::any_of(sorted.begin(), sorted.end(), [&](auto* r) {
-    return r->name.find(marker) != std::string::npos;
-  });
+  const auto is_marker = [&](const kernel_record* r) {
+    return !marker.empty() && short_kernel_name(r->name) == marker;
+  };
+  const bool marked = std::any_of(sorted.begin(), sorted.end(), is_marker);
   std::vector<std::vector<const kernel_record*>> runs;
   if (!marked) runs.emplace_back();
   for (const auto* r : sorted) {
-    if (marked && r->name.find(marker) != std::string::npos) {
+    if (marked && is_marker(r)) {
       runs.emplace_back();
     } else if (!runs.empty()) {
       runs.back().push_back(r);

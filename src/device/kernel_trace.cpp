@@ -26,8 +26,9 @@ namespace {
 
 std::atomic<bool> g_tracing{false};  // one trace at a time
 
-// The kernel record of the CUPTI this was built with: CUPTI writes its
-// newest record version, the one its header declares.
+// The kernel record of the CUPTI this was built with. An older libcupti
+// found at run time writes an older version (Kernel5 to Kernel9); every
+// field read here sits at the same offset in all of them.
 using kernel_activity = CUpti_ActivityKernel10;
 
 constexpr std::size_t k_buffer_bytes = std::size_t{8} << 20U;  // about 40k kernels a buffer
@@ -62,25 +63,35 @@ template <class F>
 void bind(const core::dynamic_library& library, F& function, const char* name) {
   function = reinterpret_cast<F>(library.find(name));
   if (function == nullptr) {
-    throw not_available(library.name() + " has no " + name +
-                        ": a CUPTI of CUDA 12 or later is needed");
+    throw kernel_trace_unavailable(library.name() + " has no " + name +
+                                   ": a CUPTI of CUDA 12 or later is needed");
   }
 }
 
-cupti_api& api() {
-  static cupti_api loaded = [] {
-    cupti_api a{core::dynamic_library(
+core::dynamic_library load_cupti() {
+  try {
+    return core::dynamic_library(
         library_names(),
         "The kernel trace needs CUPTI from the CUDA toolkit: put the directory of libcupti.so "
-        "(extras/CUPTI/lib64 of the toolkit) on LD_LIBRARY_PATH, or set CUDA_HOME.")};
-    bind(a.library, a.register_callbacks, "cuptiActivityRegisterCallbacks");
-    bind(a.library, a.enable, "cuptiActivityEnable");
-    bind(a.library, a.disable, "cuptiActivityDisable");
-    bind(a.library, a.flush_all, "cuptiActivityFlushAll");
-    bind(a.library, a.next_record, "cuptiActivityGetNextRecord");
-    bind(a.library, a.dropped, "cuptiActivityGetNumDroppedRecords");
-    bind(a.library, a.result_string, "cuptiGetResultString");
-    return a;
+        "(extras/CUPTI/lib64 of the toolkit) on LD_LIBRARY_PATH, or set CUDA_HOME.");
+  } catch (const not_available& e) {
+    throw kernel_trace_unavailable(e.what());
+  }
+}
+
+// Never destroyed: CUPTI may hand back a buffer while the process exits,
+// and libcupti must not be closed while it is attached to the driver.
+cupti_api& api() {
+  static cupti_api& loaded = *[] {
+    auto a = std::make_unique<cupti_api>(cupti_api{load_cupti()});
+    bind(a->library, a->register_callbacks, "cuptiActivityRegisterCallbacks");
+    bind(a->library, a->enable, "cuptiActivityEnable");
+    bind(a->library, a->disable, "cuptiActivityDisable");
+    bind(a->library, a->flush_all, "cuptiActivityFlushAll");
+    bind(a->library, a->next_record, "cuptiActivityGetNextRecord");
+    bind(a->library, a->dropped, "cuptiActivityGetNumDroppedRecords");
+    bind(a->library, a->result_string, "cuptiGetResultString");
+    return a.release();
   }();
   return loaded;
 }
@@ -101,8 +112,11 @@ std::string demangled(const char* name) {
   return status == 0 && plain ? std::string(plain.get()) : std::string(name);
 }
 
-std::mutex g_records_mutex;
-std::vector<kernel_record> g_records;  // the current trace's
+// The current trace's records, and those CUPTI gave without timestamps
+// (out of memory for them); never destroyed, as api().
+std::mutex& g_records_mutex = *new std::mutex;
+std::vector<kernel_record>& g_records = *new std::vector<kernel_record>;
+std::size_t g_untimed = 0;
 
 void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* most) {
   // CUPTI wants 8-byte aligned buffers; a failed allocation gives it none,
@@ -122,6 +136,11 @@ void CUPTIAPI buffer_completed(CUcontext /*context*/, std::uint32_t /*stream*/,
       continue;
     }
     const auto* k = reinterpret_cast<const kernel_activity*>(record);
+    if (k->start == 0 || k->end < k->start) {
+      const std::lock_guard lock(g_records_mutex);
+      ++g_untimed;
+      continue;
+    }
     kernel_record r;
     r.name = demangled(k->name);
     r.start_ns = k->start;
@@ -144,11 +163,12 @@ void CUPTIAPI buffer_completed(CUcontext /*context*/, std::uint32_t /*stream*/,
 
 void check(CUptiResult result, const char* what) {
   if (result == CUPTI_SUCCESS) return;
-  throw not_available(std::string("CUPTI refused to ") + what + ": " + message(result) +
-                      (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ||
-                               result == CUPTI_ERROR_NOT_INITIALIZED
-                           ? " (is the process already traced by ncu or nsys? run without them)"
-                           : ""));
+  throw kernel_trace_unavailable(
+      std::string("CUPTI refused to ") + what + ": " + message(result) +
+      (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ||
+               result == CUPTI_ERROR_NOT_INITIALIZED
+           ? " (is the process already traced by ncu or nsys? run without them)"
+           : ""));
 }
 
 }  // namespace
@@ -166,6 +186,7 @@ kernel_trace::kernel_trace() {
     {
       const std::lock_guard lock(g_records_mutex);
       g_records.clear();
+      g_untimed = 0;
     }
     check(api().enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "record kernels");
   } catch (...) {
@@ -186,14 +207,16 @@ kernel_trace::~kernel_trace() {
 std::vector<kernel_record> kernel_trace::stop() {
   if (!m_recording) return {};
   m_recording = false;
-  const CUptiResult flushed = api().flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  // Disabled first, so nothing launched from here on lands in a later trace.
   const CUptiResult disabled = api().disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  const CUptiResult flushed = api().flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::size_t dropped = 0;
-  if (api().dropped(nullptr, 0, &dropped) == CUPTI_SUCCESS) m_dropped = dropped;
+  if (api().dropped(nullptr, 0, &dropped) != CUPTI_SUCCESS) dropped = 0;
   std::vector<kernel_record> records;
   {
     const std::lock_guard lock(g_records_mutex);
     records.swap(g_records);
+    m_dropped = dropped + g_untimed;
   }
   g_tracing = false;
   check(flushed, "hand over its records");
@@ -206,7 +229,7 @@ std::vector<kernel_record> kernel_trace::stop() {
 #else  // built without CUPTI's headers
 
 kernel_trace::kernel_trace() {
-  throw not_available(
+  throw kernel_trace_unavailable(
       "this coolbench was built without CUPTI's headers (cupti.h of the CUDA toolkit), so it "
       "cannot trace kernels; rebuild with the CUDA toolkit's CUPTI installed");
 }

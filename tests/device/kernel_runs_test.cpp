@@ -20,28 +20,34 @@ kernel_record kernel(std::string name, std::uint64_t start_us, std::uint64_t end
 
 TEST(kernel_runs, runs_split_at_the_marker_and_idle_time_is_what_no_kernel_covers) {
   // Out of order on purpose; the first "gemm" precedes any marker: no run.
-  const std::vector<kernel_record> records = {
-      kernel("gemm", 110, 118),
-      kernel("hold_kernel(unsigned long)", 100, 109),
-      kernel("gemm", 1, 5),
-      kernel("layer_norm", 120, 122),
-      kernel("hold_kernel(unsigned long)", 200, 205),
-      kernel("gemm", 206, 216),
-      kernel("layer_norm", 218, 220),
+  // A kernel whose name only contains the marker's is no marker.
+  std::vector<kernel_record> records = {
+      kernel("gemm", 110, 120),   kernel("void ns::hold_kernel(unsigned long)", 100, 109),
+      kernel("gemm", 1, 5),       kernel("threshold_kernel", 121, 122),
+      kernel("a_norm", 123, 125), kernel("hold_kernel(unsigned long)", 200, 205),
+      kernel("gemm", 206, 214),   kernel("a_norm", 218, 220),
+      kernel("a_norm", 221, 226),
   };
+  records[0].dynamic_shared = 1024;
+  records[6].dynamic_shared = 4096;  // the last gemm call's
   const kernel_runs s = summarize_kernel_runs(records, "hold_kernel");
   EXPECT_TRUE(s.marked);
   EXPECT_EQ(s.runs, 2U);
-  EXPECT_EQ(s.kernels_per_run, 2U);
-  EXPECT_DOUBLE_EQ(s.span_us, (12.0 + 14.0) / 2);  // 110..122 and 206..220
-  EXPECT_DOUBLE_EQ(s.busy_us, (10.0 + 12.0) / 2);
-  ASSERT_EQ(s.kernels.size(), 2U);
+  EXPECT_EQ(s.kernels_per_run, 3U);                // the first run's
+  EXPECT_DOUBLE_EQ(s.span_us, (15.0 + 20.0) / 2);  // 110..125 and 206..226
+  EXPECT_DOUBLE_EQ(s.busy_us, (13.0 + 15.0) / 2);
+  ASSERT_EQ(s.kernels.size(), 3U);
+  // By total time, not by name: gemm 18, a_norm 9, threshold_kernel 1.
   EXPECT_EQ(s.kernels[0].name, "gemm");
   EXPECT_EQ(s.kernels[0].calls, 2U);
   EXPECT_DOUBLE_EQ(s.kernels[0].total_us, 18.0);
-  EXPECT_DOUBLE_EQ(s.kernels[0].least_us, 8.0);
-  EXPECT_EQ(s.kernels[1].name, "layer_norm");
-  EXPECT_DOUBLE_EQ(s.kernels[1].total_us, 4.0);
+  EXPECT_DOUBLE_EQ(s.kernels[0].least_us, 8.0);  // the second call's
+  EXPECT_EQ(s.kernels[0].dynamic_shared, 4096);
+  EXPECT_EQ(s.kernels[1].name, "a_norm");
+  EXPECT_EQ(s.kernels[1].calls, 3U);
+  EXPECT_DOUBLE_EQ(s.kernels[1].total_us, 9.0);
+  EXPECT_DOUBLE_EQ(s.kernels[1].least_us, 2.0);
+  EXPECT_EQ(s.kernels[2].name, "threshold_kernel");
 }
 
 TEST(kernel_runs, overlapping_kernels_are_busy_once_and_no_marker_is_one_run) {

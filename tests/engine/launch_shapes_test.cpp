@@ -104,6 +104,15 @@ TEST(launch_shapes, attention_splits_the_keys_where_64_row_tiles_leave_sms_idle)
   l = plan_attention(12, 1024, 1024, true, k_h200_sms, "");
   EXPECT_EQ(l.kernel, attention_kernel::mma_split_keys);
   EXPECT_EQ(l.blocks_y, 64);
+  // The edges: 511 keys, or 264 blocks (two waves of 132), take 64-row tiles.
+  EXPECT_EQ(plan_attention(24, 511, 511, true, k_h200_sms, "").kernel,
+            attention_kernel::mma_rows64);  // 192 blocks, walks of 511 keys
+  EXPECT_EQ(plan_attention(24, 512, 512, true, k_h200_sms, "").kernel,
+            attention_kernel::mma_split_keys);  // 192 blocks, walks of 512
+  EXPECT_EQ(plan_attention(33, 512, 512, true, k_h200_sms, "").kernel,
+            attention_kernel::mma_rows64);  // 264 blocks
+  EXPECT_EQ(plan_attention(131, 64, 512, true, k_h200_sms, "").kernel,
+            attention_kernel::mma_split_keys);  // 131 blocks: under one wave
   // Enough blocks of 64 rows, or short walks: GPT-2 at batch 8 (192 blocks of
   // 2 tiles), BERT and ViT at batch 32, GPT-2 at 1024 tokens and batch 2 (384).
   for (const auto& [bh, s] :

@@ -15,7 +15,15 @@
 #include <string_view>
 #include <vector>
 
+#include "coolbench/core/error.hpp"
+
 namespace coolbench::device {
+
+/// A kernel trace cannot start here: no CUPTI, or another tracer holds it.
+class kernel_trace_unavailable : public not_available {
+ public:
+  using not_available::not_available;
+};
 
 /// One kernel as the GPU ran it.
 struct kernel_record {
@@ -34,9 +42,10 @@ struct kernel_record {
 /// process (CUPTI's activity buffers are process-wide).
 class kernel_trace {
  public:
-  /// Starts recording. Throws not_available when CUPTI cannot be loaded, or
-  /// refuses (another tool, such as ncu or nsys, already traces the process),
-  /// saying what to do; invalid_argument while another trace records.
+  /// Starts recording. Throws kernel_trace_unavailable when CUPTI cannot be
+  /// loaded, or refuses (another tool, such as ncu or nsys, already traces
+  /// the process), saying what to do; invalid_argument while another trace
+  /// records.
   kernel_trace();
   ~kernel_trace();
   kernel_trace(const kernel_trace&) = delete;
@@ -46,8 +55,8 @@ class kernel_trace {
 
   /// Ends recording and returns every kernel recorded, by start time. Call
   /// it once the work finished on the GPU (after a synchronize): a kernel
-  /// still running is not in the records. Records CUPTI had no room for are
-  /// counted in dropped().
+  /// still running is not in the records. Records CUPTI had no room for, and
+  /// records without timestamps, are counted in dropped().
   [[nodiscard]] std::vector<kernel_record> stop();
   [[nodiscard]] std::size_t dropped() const noexcept { return m_dropped; }
 
@@ -79,10 +88,10 @@ struct kernel_runs {
   std::vector<kernel_total> kernels;  ///< by total time, largest first
 };
 
-/// Splits `records` (any order) into runs at each kernel whose name contains
-/// `marker` (the marker itself left out; records before the first marker
-/// are no run) and sums each kernel name over the runs. With no marker in
-/// the records, all of them are one run.
+/// Splits `records` (any order) into runs at each kernel whose short name
+/// (short_kernel_name) is `marker` (the marker itself left out; records
+/// before the first marker are no run) and sums each kernel name over the
+/// runs. With no marker in the records, all of them are one run.
 [[nodiscard]] kernel_runs summarize_kernel_runs(std::span<const kernel_record> records,
                                                 std::string_view marker);
 

@@ -133,9 +133,13 @@ nlohmann::json kernels_json(const device::kernel_runs& k, std::size_t dropped) {
                     {"dynamic_shared_bytes", t.dynamic_shared},
                     {"shared_executed_bytes", t.shared_executed}});
   }
-  return {{"runs", k.runs},       {"kernels_per_run", k.kernels_per_run},
-          {"span_us", k.span_us}, {"busy_us", k.busy_us},
-          {"dropped", dropped},   {"kernels", std::move(list)}};
+  return {{"runs", k.runs},
+          {"split_at_the_hold", k.marked},
+          {"kernels_per_run", k.kernels_per_run},
+          {"span_us", k.span_us},
+          {"busy_us", k.busy_us},
+          {"dropped", dropped},
+          {"kernels", std::move(list)}};
 }
 
 nlohmann::json profile_json(const measure::model_node_profile& p) {
@@ -181,7 +185,7 @@ int run_nodes(const nodes_options& o) {
     std::fflush(stdout);
     fmt::print(stderr, "coolbench nodes: {}\n", e.what());
     return exit_bad_device;  // documented: a file that is no model, or one the backend cannot run
-  } catch (const not_available& e) {  // --kernels where CUPTI cannot trace
+  } catch (const device::kernel_trace_unavailable& e) {  // --kernels where CUPTI cannot trace
     std::fflush(stdout);
     fmt::print(stderr, "coolbench nodes: --kernels: {}\n", e.what());
     return exit_error;
