@@ -404,8 +404,8 @@ TEST(cuda_parity, every_operator_and_dtype_matches_the_cpu) {
       ops.size(), s.cases.size(), runs, elements);
   // Every operator the backend has is covered.
   std::set<std::string> table;
-  for (const auto family : {cuda::elementwise_ops(), cuda::data_ops(), cuda::reduce_ops(),
-                            cuda::matmul_ops(), cuda::nn_ops()}) {
+  for (const auto family : {cuda::elementwise_ops(), cuda::data_ops(), cuda::constant_ops(),
+                            cuda::reduce_ops(), cuda::matmul_ops(), cuda::nn_ops()}) {
     for (const auto& e : family) table.emplace(e.op_type);
   }
   EXPECT_EQ(ops, table);

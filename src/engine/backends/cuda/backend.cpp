@@ -129,8 +129,8 @@ std::pair<int*, int> op_call::device_check(const std::string& what) const {
 cuda_backend::cuda_backend(int ordinal)
     : m_ordinal(ordinal), m_name("cuda:" + std::to_string(ordinal)) {
   static_cast<void>(device::device::get(ordinal));  // throws for a GPU that is not there
-  for (const auto family : {elementwise_ops(), data_ops(), reduce_ops(), matmul_ops(), nn_ops(),
-                            fused_ops(), attention_ops()}) {
+  for (const auto family : {elementwise_ops(), data_ops(), constant_ops(), reduce_ops(),
+                            matmul_ops(), nn_ops(), fused_ops(), attention_ops()}) {
     m_ops.insert(m_ops.end(), family.begin(), family.end());
   }
   std::sort(m_ops.begin(), m_ops.end(), [](const auto& a, const auto& b) {

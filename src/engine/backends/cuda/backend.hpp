@@ -64,12 +64,14 @@ struct op_entry {
   std::string_view domain = {};
 };
 
-/// The op table: elementwise ops (ops_elementwise.cpp), data movement and
-/// shapes (ops_data.cpp), reductions and normalizations (ops_reduce.cpp),
+/// The op table: elementwise ops (ops_elementwise.cpp), data movement
+/// (ops_data.cpp), values the host decides: Shape, Size, Constant,
+/// ConstantOfShape, Range (ops_constant.cpp), reductions and normalizations (ops_reduce.cpp),
 /// MatMul and Gemm (matmul.cpp), Conv, pools, BatchNormalization and
 /// GatherElements (ops_nn.cpp).
 std::span<const op_entry> elementwise_ops();
 std::span<const op_entry> data_ops();
+std::span<const op_entry> constant_ops();
 std::span<const op_entry> reduce_ops();
 std::span<const op_entry> matmul_ops();
 std::span<const op_entry> nn_ops();
