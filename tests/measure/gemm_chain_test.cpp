@@ -283,8 +283,9 @@ TEST(gemm_chain, graph_replays_time_the_same_chain_and_survive_a_release) {
   const double h = held[25], r = replays[25];
   std::printf("gpt2-small: held run %.4f ms, graph replay %.4f ms\n", h, r);
   EXPECT_GT(replays.front(), 0.0);
-  // The same kernels; a graph saves some per-launch work, so it may be somewhat faster.
-  EXPECT_GT(r / h, 0.8);
+  // The same kernels; a graph saves the per-launch work of the stream path, which is no small
+  // part of this latency-bound chain: 17 % faster on an H200, 21 % on an H100 (docs/perf/ci.md).
+  EXPECT_GT(r / h, 0.7);
   EXPECT_LT(r / h, 1.05);
   EXPECT_EQ(gpu.status().resources[static_cast<std::size_t>(device::resource_kind::graph)], 1U);
   const auto report = gpu.release();
