@@ -153,6 +153,7 @@ void cpu_table(int device, double seconds, const std::vector<setting>& settings)
       "| period | counters every | energy every | samples | failed | late ticks | CPU time | CPU "
       "of one core | the sampler's thread alone | start-up probe |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  std::vector<std::string> splits;
   for (const auto& setting : settings) {
     sampler s(coolbench::telemetry::make_gpu_source(device), options_of(setting));
     double cpu0 = process_cpu_s();
@@ -170,8 +171,9 @@ void cpu_table(int device, double seconds, const std::vector<setting>& settings)
       cpu0 = process_cpu_s();
       wall0 = std::chrono::steady_clock::now();
     }
-    const auto samples0 = s.stats().samples;
-    const auto thread0 = s.stats().thread_cpu_ns;
+    const auto stats0 = s.stats();
+    const auto samples0 = stats0.samples;
+    const auto thread0 = stats0.thread_cpu_ns;
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     s.stop();
     const double wall = seconds_since(wall0);
@@ -188,7 +190,37 @@ void cpu_table(int device, double seconds, const std::vector<setting>& settings)
         static_cast<unsigned long long>(stats.failed_reads),
         static_cast<unsigned long long>(stats.late_ticks), cpu * 1e3, 100.0 * cpu / wall,
         thread_cpu * 1e3, 100.0 * thread_cpu / wall, probe.c_str());
+    char split[512];
+    int at = std::snprintf(split, sizeof split, "| %d ms | %d ms | %d ms |", setting.period_ms,
+                           setting.slow_ms, setting.energy_ms);
+    std::uint64_t in_reads = 0;
+    for (auto scope :
+         {coolbench::telemetry::read_scope::fast, coolbench::telemetry::read_scope::counters,
+          coolbench::telemetry::read_scope::all}) {
+      const auto i = static_cast<std::size_t>(scope);
+      const auto n = stats.reads[i] - stats0.reads[i];
+      const auto ns = stats.read_cpu_ns[i] - stats0.read_cpu_ns[i];
+      in_reads += ns;
+      at += std::snprintf(split + at, sizeof split - static_cast<std::size_t>(at),
+                          " %llu, %.1f us each, %.2f%% |", static_cast<unsigned long long>(n),
+                          n > 0 ? static_cast<double>(ns) / 1e3 / static_cast<double>(n) : 0.0,
+                          100.0 * static_cast<double>(ns) / 1e9 / wall);
+    }
+    const double rest_ns =
+        static_cast<double>(stats.thread_cpu_ns - thread0) - static_cast<double>(in_reads);
+    const auto ticks = static_cast<double>(stats.samples - samples0);
+    std::snprintf(split + at, sizeof split - static_cast<std::size_t>(at),
+                  " %.1f us a tick, %.2f%% |", ticks > 0 ? rest_ns / 1e3 / ticks : 0.0,
+                  100.0 * rest_ns / 1e9 / wall);
+    splits.emplace_back(split);
   }
+  // Where the thread's CPU went: each tier's reads as the sampler made them (between sleeps,
+  // not in a loop), and the rest of the thread's time (its wake-ups and bookkeeping).
+  std::printf(
+      "\nThe sampler thread's CPU by read scope (reads, mean CPU a read, share of one core):\n\n"
+      "| period | counters every | energy every | fast reads | counters reads | full reads | "
+      "outside reads |\n|---|---|---|---|---|---|---|\n");
+  for (const auto& line : splits) std::printf("%s\n", line.c_str());
 }
 
 /// GPU loop latency without and with the sampler, alternating, so drift between the two
@@ -235,10 +267,12 @@ int main(int argc, char** argv) {
   // The protocol's setting (protocol_sampler_options in measure/environment.cpp); the rest: the
   // sampler's default (1 s for both costly tiers) and the protocol's setting before energy had its
   // own period.
-  const setting protocol{20, 200, 1000, true};
+  const setting protocol{20, 1000, 1000, true};
+  // Before 2026-12-06 the protocol read the HW counters every 200 ms: timed beside it.
+  const setting protocol_counters_200{20, 200, 1000, true};
   const std::vector<setting> cpu_settings =
       protocol_only
-          ? std::vector<setting>{protocol}
+          ? std::vector<setting>{protocol_counters_200, protocol}
           : std::vector<setting>{
                 {10, 1000, 1000}, {50, 1000, 1000}, {200, 1000, 1000}, {20, 200, 200}, protocol};
   const std::vector<setting> loop_settings =

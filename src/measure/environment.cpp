@@ -40,15 +40,18 @@ void keep_energy_period(int ordinal, const telemetry::energy_probe_result& probe
   g_learned.emplace(ordinal, probe);
 }
 
-// The sampler at the protocol's settings. The throttle time counters every 200 ms: they end
-// cold-mode bursts (about 4 ms of CPU a second on an H200). The energy counter (about 2.4 ms a
-// read) once a second, after a start-up probe has learned how often it moves (about 100 ms on
-// an H200), so energy windows stay about a second long (docs/measure.md, "Energy"); every
-// 200 ms it alone would cost 1.2 % of a core.
+// The sampler at the protocol's settings. The HW thermal and power-brake time counters (about
+// 0.5 ms of CPU a read on an H200) and the energy counter (2.4-4 ms) once a second, together;
+// the reason bits and the software counters, which end most cold-mode bursts, every tick. Read
+// every 200 ms, the HW counters put the sampler over 1 % of a core (docs/perf/ci.md, "The
+// protocol's own cost"); a move they report is searched for over the second since their last
+// reading (state_change.cpp). The energy counter is read after a start-up probe has learned how
+// often it moves (about 100 ms on an H200), so energy windows stay about a second long
+// (docs/measure.md, "Energy"); every 200 ms it alone would cost 1.2 % of a core.
 telemetry::sampler_options protocol_sampler_options(std::chrono::milliseconds period, bool probe) {
   telemetry::sampler_options o;
   o.period = period;
-  o.slow_period = std::chrono::milliseconds(200);
+  o.slow_period = std::chrono::milliseconds(1000);
   o.energy_period = std::chrono::milliseconds(1000);
   if (probe) o.energy_probe = telemetry::energy_probe_options{};
   return o;

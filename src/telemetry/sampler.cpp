@@ -138,12 +138,14 @@ struct sampler::state {
     const read_scope scope = scope_at(started_ns);
     gpu_sample sample;
     std::string error;
+    const std::uint64_t read_cpu_start = thread_cpu_now_ns();
     try {
       sample = source->read(scope);
     } catch (const std::exception& e) {
       sample = missing_sample(started_ns);
       error = e.what();
     }
+    const std::uint64_t read_cpu_end = thread_cpu_now_ns();
     if (probing()) feed_probe(sample);
     if (scope != read_scope::fast) {
       // Anchored on the reading's own time stamp, so the costly readings a
@@ -162,6 +164,9 @@ struct sampler::state {
     std::lock_guard lock(buffer_mutex);
     buffer.push(sample);
     ++stats.samples;
+    const auto tier = static_cast<std::size_t>(scope);
+    stats.read_cpu_ns[tier] += read_cpu_end >= read_cpu_start ? read_cpu_end - read_cpu_start : 0;
+    ++stats.reads[tier];
     stats.dropped = buffer.dropped();
     if (!error.empty()) {
       ++stats.failed_reads;

@@ -49,13 +49,13 @@ TEST(Protocol, LatencyBoundColdRunConvergesInOneBurst) {
   EXPECT_EQ(r.final_release, "release: simulated");
 }
 
-// The HW counters are read every 200 ms only (the sampler's counters tier; the 20 ms ticks
-// between leave them unread), and the HW power brake engages for 1 ms every second, which only
-// its counter shows: the steps of that counter, one counters read to the next, still mark
-// samples and end bursts.
+// The HW counters are read once a second only (the sampler's slowest tier, at the protocol's
+// settings; the 20 ms ticks between leave them unread), and the HW power brake engages for 1 ms
+// every second, which only its counter shows: the steps of that counter, one read to the next,
+// still mark samples and end bursts.
 TEST(Protocol, AHwPowerBrakeOnlyTheCountersTierSeesIsCaught) {
   sim::gpu_model m;
-  m.hw_counters_every_ns = 200'000'000;
+  m.hw_counters_every_ns = 1'000'000'000;
   m.hw_brake_every_ns = 1'000'000'000;
   sim::gpu g(m);
   protocol_options o = quick_options();
@@ -66,6 +66,31 @@ TEST(Protocol, AHwPowerBrakeOnlyTheCountersTierSeesIsCaught) {
     return s.conditions.throttle_counter_moved;
   });
   EXPECT_GT(moved, 0);
+  EXPECT_GT(r.bursts, 1);
+}
+
+// The brake engages half a second after the counters' last read and slows the runs it meets
+// by half; the counter reports it half a second later, beyond sensor_lag (200 ms). The watch
+// searches the slowed runs over the whole second since the counters' previous read, so none of
+// them is kept.
+TEST(Protocol, ARunSlowedBetweenTwoReadsOfTheHwCountersIsNotKept) {
+  sim::gpu_model m;
+  m.hw_counters_every_ns = 1'000'000'000;
+  m.hw_brake_every_ns = 1'000'000'000;
+  m.hw_brake_offset_ns = 500'000'000;
+  m.hw_brake_slowdown = 1.5;
+  sim::gpu g(m);
+  protocol_options o = quick_options();
+  o.min_time = 4s;
+  o.rel_ci = 0.5;
+  const run_result r = run_sim(g, o);
+  const auto slowed = [&](const auto& s) { return s.time.latency_ms > 1.3 * m.base_ms; };
+  const auto slow_runs = std::count_if(r.samples.begin(), r.samples.end(), slowed);
+  const auto slow_kept = std::count_if(r.samples.begin(), r.samples.end(), [&](const auto& s) {
+    return slowed(s) && s.kept && s.phase == sample_phase::measure;
+  });
+  EXPECT_GT(slow_runs, 0);  // the brake met some runs
+  EXPECT_EQ(slow_kept, 0);
   EXPECT_GT(r.bursts, 1);
 }
 

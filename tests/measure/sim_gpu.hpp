@@ -50,12 +50,15 @@ struct gpu_model {
   /// (an NVML call that waited behind another GPU's); 0: every read sees it at its stamp.
   std::int64_t energy_late_on_odd_ticks_ns = 0;
   /// The HW thermal and power-brake counters are read only at multiples of this (the
-  /// protocol's counters tier, every 200 ms); the other samples leave them unread. 0: not
+  /// protocol's slowest tier, every second); the other samples leave them unread. 0: not
   /// read at all (unsupported).
   std::int64_t hw_counters_every_ns = 0;
-  /// The HW power brake engages for 1 ms once every this long, which only its time counter
-  /// shows; 0: never.
+  /// The HW power brake engages for 1 ms once every this long, from hw_brake_offset_ns on,
+  /// which only its time counter shows; 0: never. A run that starts while it is engaged
+  /// takes hw_brake_slowdown times as long.
   std::int64_t hw_brake_every_ns = 0;
+  std::int64_t hw_brake_offset_ns = 0;
+  double hw_brake_slowdown = 1.0;
   /// Latency factor of each CUDA context, in turn (context k after k device
   /// releases gets entry k mod size): the H200's per-context levels, which
   /// no sensor shows. Empty: 1.
@@ -108,7 +111,11 @@ class gpu {
         m.context_levels.empty()
             ? 1.0
             : m.context_levels[static_cast<std::size_t>(device_releases) % m.context_levels.size()];
-    const double ms = level * m.base_ms * m.max_clock / clock() + m.jitter_ms * m_jitter_phase;
+    const bool braked = m.hw_brake_every_ns > 0 && m_now >= m.hw_brake_offset_ns &&
+                        (m_now - m.hw_brake_offset_ns) % m.hw_brake_every_ns < 1'000'000;
+    const double ms =
+        (braked ? m.hw_brake_slowdown : 1.0) * level * m.base_ms * m.max_clock / clock() +
+        m.jitter_ms * m_jitter_phase;
     advance(ms, true);
     t.end_ns = m_now;
     t.latency_ms = m.tick_ms > 0 ? std::round(ms / m.tick_ms) * m.tick_ms : ms;
@@ -205,7 +212,9 @@ class gpu {
     if (m.hw_counters_every_ns > 0) {
       using counter = telemetry::reading<std::uint64_t>;
       const bool read = t % m.hw_counters_every_ns == 0;
-      const std::int64_t brakes = m.hw_brake_every_ns > 0 ? seen / m.hw_brake_every_ns : 0;
+      const std::int64_t brakes = m.hw_brake_every_ns > 0 && seen >= m.hw_brake_offset_ns
+                                      ? (seen - m.hw_brake_offset_ns) / m.hw_brake_every_ns + 1
+                                      : 0;
       g.reason_counters.hw_thermal_ns = read ? counter::of(0) : counter::skipped();
       g.reason_counters.hw_power_brake_ns =
           read ? counter::of(static_cast<std::uint64_t>(brakes) * 1'000'000) : counter::skipped();

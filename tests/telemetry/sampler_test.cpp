@@ -435,6 +435,47 @@ TEST(sampler, counts_its_threads_cpu_time_and_not_its_waits) {
   EXPECT_GE(busy.stats().thread_cpu_ns, b.thread_cpu_ns + 2'000'000U);
 }
 
+/// Spends 3 ms of its thread's CPU on a full read and none on the others.
+class dear_full_read_source final : public sample_source {
+ public:
+  gpu_sample read(read_scope scope) override {
+    if (scope == read_scope::all) {
+      const auto start = thread_cpu();
+      while (thread_cpu() - start < 3ms) {
+      }
+    }
+    gpu_sample s;
+    s.time_ns = steady_now_ns();
+    return s;
+  }
+
+ private:
+  static std::chrono::nanoseconds thread_cpu() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+  }
+};
+
+TEST(sampler, splits_its_cpu_time_by_read_scope) {
+  sampler s(std::make_unique<dear_full_read_source>(),
+            {.period = 10ms, .slow_period = 40ms, .energy_period = 40ms});
+  s.start();
+  std::this_thread::sleep_for(200ms);
+  s.stop();
+  const auto st = s.stats();
+  const auto all = static_cast<std::size_t>(read_scope::all);
+  const auto fast = static_cast<std::size_t>(read_scope::fast);
+  const auto counters = static_cast<std::size_t>(read_scope::counters);
+  ASSERT_GE(st.reads[all], 2U);
+  ASSERT_GE(st.reads[fast], 2U);
+  EXPECT_EQ(st.reads[counters], 0U);  // the energy period is the counters' own
+  EXPECT_EQ(st.reads[all] + st.reads[fast], st.samples);
+  EXPECT_GE(st.read_cpu_ns[all], st.reads[all] * 3'000'000U);
+  EXPECT_LT(st.read_cpu_ns[fast], st.reads[fast] * 500'000U);
+  EXPECT_LE(st.read_cpu_ns[all] + st.read_cpu_ns[fast], st.thread_cpu_ns);
+}
+
 TEST(sampler, readers_in_other_threads_and_restart) {
   std::atomic<int> reads{0};
   sampler s(source(reads), {.period = 1ms});

@@ -3,6 +3,7 @@
 /// The measurement layer joins its samples with latency samples by time.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -60,6 +61,12 @@ struct sampler_stats {
   /// of the process are not counted: the NVML reads and the sampler's bookkeeping). 0 where
   /// the system has no per-thread CPU clock.
   std::uint64_t thread_cpu_ns = 0;
+  /// Of that, the reads' own CPU time and how many there were, by scope (indexed by
+  /// read_scope: all, fast, counters); the rest of thread_cpu_ns is the thread's bookkeeping
+  /// and wake-ups. Where a read costs lies in the driver (docs/perf/ci.md, "The protocol's own
+  /// cost"): this says which tier a setting pays for.
+  std::array<std::uint64_t, 3> read_cpu_ns{};
+  std::array<std::uint64_t, 3> reads{};
 };
 
 class sampler {

@@ -61,6 +61,7 @@ burst_figures figures_of(const run_state& run, std::size_t first) {
 burst_figures ab_burst(run_state& run, int burst) {
   // The other workload's burst ran since this one's last: its throttle time is not this one's.
   run.burst_counters.reset();
+  run.burst_hw_counters_ns.reset();
   run.sample_counters.reset();
   gate(run, true);
   burst_figures start;

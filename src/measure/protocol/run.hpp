@@ -116,6 +116,9 @@ struct run_state {
   /// state-change watch.
   std::optional<telemetry::clock_reason_counters> sample_counters;
   std::optional<telemetry::clock_reason_counters> burst_counters;
+  /// When the watch last saw the HW thermal / power-brake counters read: the sampler reads
+  /// them on its slowest tier (every second), so a move they report may lie anywhere since.
+  std::optional<std::int64_t> burst_hw_counters_ns;
 
   /// The live status (measure()'s status_fn), at most every 100 ms; `label` names the
   /// workload in a matched A/B run.
@@ -144,9 +147,9 @@ void release_at_the_end(run_state& run);
 // sample.cpp
 [[nodiscard]] bool counters_moved(const telemetry::clock_reason_counters& before,
                                   const telemetry::clock_reason_counters& after);
-/// Keeps in `kept` each counter `now` read: the sampler reads the HW counters on its counters
-/// tier only (every 200 ms), so the ticks between leave them unread and the last read value
-/// is what the next read is compared with.
+/// Keeps in `kept` each counter `now` read: the sampler reads the HW counters on its slower
+/// tiers only (every second at the protocol's settings), so the ticks between leave them unread
+/// and the last read value is what the next read is compared with.
 void keep_counters(std::optional<telemetry::clock_reason_counters>& kept,
                    const telemetry::clock_reason_counters& now);
 /// Why these conditions count as throttled under `clock_fraction`, or empty.

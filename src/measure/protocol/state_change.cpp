@@ -1,6 +1,10 @@
 // The state-change watch of a cold burst: the telemetry read since the burst began says the
 // GPU's state changed (a reason bit, a reason time counter, the clock, the temperature); the
 // samples the change may have touched are discarded (or labelled).
+#include <algorithm>
+#include <optional>
+#include <string>
+
 #include "coolbench/stats.hpp"
 #include "measure/protocol/run.hpp"
 
@@ -28,16 +32,28 @@ std::optional<double> burst_baseline(const run_state& run, std::size_t first) {
   return stats::median(head);
 }
 
-/// The first sample of the burst (which began at `first`) that a change NVML reported at
-/// `reported_ns` may have touched. NVML reports late, so the latency locates the change: the
-/// first sample within sensor_lag before the report that is step_threshold slower than the
-/// burst's baseline. Without such a step, the samples within one telemetry period.
-std::size_t first_touched(const run_state& run, std::size_t first, std::int64_t reported_ns) {
+/// A change the telemetry reported at `reported_ns`. A HW time counter that moved since its
+/// previous reading, a second before at the protocol's settings, says the change came after
+/// `hw_read_ns`; other readings are at most sensor_lag late.
+struct reported_change {
+  std::string why;
+  std::int64_t reported_ns = 0;
+  std::optional<std::int64_t> hw_read_ns;
+};
+
+/// The first sample of the burst (which began at `first`) that a change may have touched.
+/// NVML reports late, so the latency locates the change: the first sample within sensor_lag
+/// before the report (or since the HW counters' previous reading, if that is earlier) that is
+/// step_threshold slower than the burst's baseline. Without such a step, the samples within
+/// one telemetry period.
+std::size_t first_touched(const run_state& run, std::size_t first, const reported_change& c) {
   const sample_log& samples = run.samples;
   const std::int64_t period = run.env.telemetry_period().count();
+  std::int64_t search_from = c.reported_ns - to_ns(run.o.sensor_lag);
+  if (c.hw_read_ns) search_from = std::min(search_from, *c.hw_read_ns);
   std::size_t by_period = samples.size();
   for (std::size_t i = first; i < samples.size(); ++i) {
-    if (samples[i].time.end_ns >= reported_ns - period) {
+    if (samples[i].time.end_ns >= c.reported_ns - period) {
       by_period = i;
       break;
     }
@@ -47,40 +63,70 @@ std::size_t first_touched(const run_state& run, std::size_t first, std::int64_t 
   if (!baseline) return by_period;
   for (std::size_t i = first; i < by_period; ++i) {
     const auto& s = samples[i];
-    if (s.time.end_ns < reported_ns - to_ns(run.o.sensor_lag)) continue;
+    if (s.time.end_ns < search_from) continue;
     if (s.time.latency_ms > *baseline * (1 + run.o.step_threshold)) return i;
   }
   return by_period;
 }
 
-/// What one telemetry sample says changed, or empty.
-std::string change_in(run_state& run, const telemetry::gpu_sample& t) {
+bool hw_counters_read(const telemetry::clock_reason_counters& c) {
+  return c.hw_thermal_ns.ok() || c.hw_power_brake_ns.ok();
+}
+
+bool hw_counters_moved(const telemetry::clock_reason_counters& before,
+                       const telemetry::clock_reason_counters& after) {
+  const auto moved = [](const telemetry::reading<std::uint64_t>& a,
+                        const telemetry::reading<std::uint64_t>& b) {
+    return a.ok() && b.ok() && b.value > a.value;
+  };
+  return moved(before.hw_thermal_ns, after.hw_thermal_ns) ||
+         moved(before.hw_power_brake_ns, after.hw_power_brake_ns);
+}
+
+/// What one telemetry sample says changed (`why` empty if nothing).
+reported_change change_in(run_state& run, const telemetry::gpu_sample& t) {
+  reported_change change;
+  change.reported_ns = t.time_ns;
   sample_conditions c;
   if (t.clock_reasons.ok()) c.reasons = t.clock_reasons.value;
   if (t.clock_sm_mhz.ok()) c.sm_clock_mhz = t.clock_sm_mhz.value;
   if (run.burst_counters && counters_moved(*run.burst_counters, t.reason_counters)) {
     c.throttle_counter_moved = true;
+    if (hw_counters_moved(*run.burst_counters, t.reason_counters)) {
+      change.hw_read_ns = run.burst_hw_counters_ns;
+    }
   }
-  std::string why = throttle_reason(run, c, run.o.clock_fraction);
-  if (why.empty() && t.temp_gpu_c.ok() &&
+  change.why = throttle_reason(run, c, run.o.clock_fraction);
+  if (change.why.empty() && t.temp_gpu_c.ok() &&
       t.temp_gpu_c.value > run.o.target_temp_c + run.o.burst_temp_margin_c) {
-    why = "temperature " + std::to_string(t.temp_gpu_c.value) + " C";
+    change.why = "temperature " + std::to_string(t.temp_gpu_c.value) + " C";
   }
   keep_counters(run.burst_counters, t.reason_counters);
-  return why;
+  if (hw_counters_read(t.reason_counters)) run.burst_hw_counters_ns = t.time_ns;
+  return change;
 }
 
 }  // namespace
 
 std::string state_change_since(run_state& run, std::int64_t burst_start, std::size_t first) {
+  if (!run.burst_counters) {
+    // The counters as they stood when the burst began: their last reading before it (the HW
+    // ones are read once a second), so a move within the burst's first second is seen too.
+    constexpr std::int64_t before_ns = 2'000'000'000;
+    for (const auto& t : run.env.between(burst_start - before_ns, burst_start - 1)) {
+      keep_counters(run.burst_counters, t.reason_counters);
+      if (hw_counters_read(t.reason_counters)) run.burst_hw_counters_ns = t.time_ns;
+    }
+  }
   for (const auto& t : run.env.between(burst_start, run.now())) {
-    std::string why = change_in(run, t);
-    if (why.empty()) continue;
-    for (std::size_t i = first_touched(run, first, t.time_ns); i < run.samples.size(); ++i) {
-      throttled_after_the_fact(run, i, why);
+    reported_change change = change_in(run, t);
+    if (change.why.empty()) continue;
+    for (std::size_t i = first_touched(run, first, change); i < run.samples.size(); ++i) {
+      throttled_after_the_fact(run, i, change.why);
     }
     run.burst_counters.reset();
-    return why;
+    run.burst_hw_counters_ns.reset();
+    return change.why;
   }
   return {};
 }
