@@ -340,8 +340,15 @@ TEST(launch_shapes, attention_merges_split_keys_like_one_softmax) {
       }
       peaks[w] = p.peak, totals[w] = p.total, accs[w] = p.acc;
     }
-    const merged_row m =
-        merge_parts<4>(peaks, totals, 1, accs, 1, [](float x) { return std::exp(x); });
+    struct {
+      float total, acc;
+    } m{totals[0], accs[0]};  // warp 0 merges the others in turn, as the kernel does
+    float merged_peak = peaks[0];
+    for (std::size_t w = 1; w < 4; ++w) {
+      const merge_weights weight = merge_into(merged_peak, m.total, peaks[w], totals[w],
+                                              [](float x) { return std::exp(x); });
+      m.acc = m.acc * weight.mine + accs[w] * weight.theirs;
+    }
     double peak = -inf, total = 0, acc = 0;
     for (const float x : s) peak = std::max(peak, static_cast<double>(x));
     for (std::size_t j = 0; j < keys; ++j) {

@@ -1,6 +1,6 @@
 // The merge of partial softmax rows that the split-keys attention kernel
-// (attention_mma.cu) does in shared memory, as host-and-device code so the
-// CPU tests (launch_shapes_test) check it against a direct softmax.
+// (attention_mma.cu) does in registers, as host-and-device code so the CPU
+// tests (launch_shapes_test) check it against a direct softmax.
 #pragma once
 
 #include <cmath>
@@ -9,32 +9,27 @@
 
 namespace coolbench::engine::cuda {
 
-/// One row's sum and unnormalised output over all parts.
-struct merged_row {
-  float total = 0;
-  float acc = 0;
+/// What each of two merged parts' unnormalised output is multiplied by.
+struct merge_weights {
+  float mine = 0;
+  float theirs = 0;
 };
 
-/// Parts of one row over disjoint keys, each as an online softmax leaves it:
-/// its maximum peaks[w · step] (−∞ where no key was visible), its sum
-/// totals[w · step] of exp(s − base) and its output accs[w · acc_step] of
-/// exp(s − base) · v, base being the maximum (0 where it is −∞). Each part
-/// is rescaled to the common maximum (0 where every part is −∞, so the row
-/// sums to 0: finish() makes it NaN or 0). `exp` is __expf on the device.
-template <int Parts, class Exp>
-COOLBENCH_HOST_DEVICE inline merged_row merge_parts(const float* peaks, const float* totals,
-                                                    int step, const float* accs, int acc_step,
-                                                    Exp exp) {
-  float peak = -INFINITY;
-  for (int w = 0; w < Parts; ++w) peak = peaks[w * step] > peak ? peaks[w * step] : peak;
-  const float base = peak == -INFINITY ? 0.0F : peak;
-  merged_row m;
-  for (int w = 0; w < Parts; ++w) {
-    const float weight = exp(peaks[w * step] - base);
-    m.total += totals[w * step] * weight;
-    m.acc += accs[w * acc_step] * weight;
-  }
-  return m;
+/// Merges a part of one row into another over disjoint keys, each as an
+/// online softmax leaves it: its maximum (−∞ where no key was visible) and
+/// its sum of exp(s − base), base being the maximum (0 where it is −∞).
+/// `peak` and `total` become the merged part's; the merged output is
+/// mine · weights.mine + theirs · weights.theirs. Two hidden parts merge to
+/// a sum of 0 (finish() makes it NaN or 0). `exp` is __expf on the device.
+template <class Exp>
+COOLBENCH_HOST_DEVICE inline merge_weights merge_into(float& peak, float& total, float their_peak,
+                                                      float their_total, Exp exp) {
+  const float next = their_peak > peak ? their_peak : peak;
+  const float base = next == -INFINITY ? 0.0F : next;
+  const merge_weights w{exp(peak - base), exp(their_peak - base)};
+  total = total * w.mine + their_total * w.theirs;
+  peak = next;
+  return w;
 }
 
 }  // namespace coolbench::engine::cuda

@@ -10,8 +10,9 @@
 // - split_keys_kernel: a block takes 16 query rows and its 4 warps split
 //   the keys (tiles w, w + 4, ...), each with K and V tiles of its own, so
 //   4 times as many blocks each wait out one tile's loads and products
-//   where the other waited out several; the 4 partial rows (maximum, sum,
-//   unnormalised output) are merged through shared memory at the end.
+//   where the other waited out several; warp 0 merges the other warps'
+//   partial rows (maximum, sum, unnormalised output), left in shared memory
+//   in fragment order, into its own registers and stores the rows.
 //
 // Every tile is copied by cp.async, the query rows together with the first
 // keys, so a block waits for memory once per tile and not once per operand.
@@ -51,16 +52,20 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
                                             const block_at& at, const std::int64_t (&row_of)[2],
                                             mma::row_state<Dim>& r) {
   constexpr int keys = mma::keys_per_tile<Dim>, st = mma::stride<Dim>;
-  const int lane = threadIdx.x % 32, g = lane / 4, tig = lane % 4;
+  const int lane = threadIdx.x % 32, tig = lane % 4;
   float s[keys / 8][4];
   float tile_peak[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int nt = 0; nt < keys / 8; ++nt) {
     s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0;
 #pragma unroll
-    for (int kk = 0; kk < Dim / 16; ++kk) {
-      const T* key = &ks[(nt * 8 + g) * st + kk * 16 + tig * 2];
-      mma::mma16816<T>(s[nt], qa[kk], mma::pair(key), mma::pair(key + 8));
+    for (int kp = 0; kp < Dim / 32; ++kp) {
+      // Keys nt * 8 + 0..7 (lane % 8), columns kp * 32 + 8 (lane / 8): the B
+      // fragments of two steps along the head's columns.
+      std::uint32_t b[4];
+      mma::load_matrices<false>(b, &ks[(nt * 8 + lane % 8) * st + kp * 32 + (lane / 8) * 8]);
+      mma::mma16816<T>(s[nt], qa[2 * kp], b[0], b[1]);
+      mma::mma16816<T>(s[nt], qa[2 * kp + 1], b[2], b[3]);
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
@@ -99,11 +104,15 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
                                  mma::pack<T>(s[2 * kk][2], s[2 * kk][3]),
                                  mma::pack<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                                  mma::pack<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-    const T* vk = &vs[(kk * 16 + tig * 2) * st + g];
+    // Keys kk * 16 + 0..15 (lane % 16), columns dp * 16 + 8 (lane / 16),
+    // transposed: the B fragments of two 8-column blocks of the output.
+    const T* vk = &vs[(kk * 16 + lane % 16) * st + (lane / 16) * 8];
 #pragma unroll
-    for (int dt = 0; dt < Dim / 8; ++dt) {
-      const T* v = vk + dt * 8;
-      mma::mma16816<T>(r.o[dt], pa, mma::pair(v[0], v[st]), mma::pair(v[8 * st], v[9 * st]));
+    for (int dp = 0; dp < Dim / 16; ++dp) {
+      std::uint32_t b[4];
+      mma::load_matrices<true>(b, vk + dp * 16);
+      mma::mma16816<T>(r.o[2 * dp], pa, b[0], b[1]);
+      mma::mma16816<T>(r.o[2 * dp + 1], pa, b[2], b[3]);
     }
   }
 }
@@ -114,6 +123,37 @@ __device__ __forceinline__ void clamped_rows(const attention_plan& p, std::int64
                                              std::int64_t (&row_of)[2]) {
   row_of[0] = first < p.sq ? first : p.sq - 1;
   row_of[1] = first + 8 < p.sq ? first + 8 : p.sq - 1;
+}
+
+// A warp's 16 finished rows (this thread's r0 and r0 + 8 of the block),
+// normalised, into `out`: two adjacent columns a store where they can go
+// together.
+template <class T, int Dim>
+__device__ __forceinline__ void store_rows(const mma::row_state<Dim>& r, const attention_plan& p,
+                                           const block_at& at, int r0, int tig, T* out) {
+  T* base = out + at.b * p.out_stride[0] + at.h * p.out_stride[1];
+  const bool pairs = p.head_dim % 2 == 0 && p.out_stride[2] % 2 == 0 &&
+                     reinterpret_cast<std::uintptr_t>(base) % (2 * sizeof(T)) == 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // rows r0 and r0 + 8
+    const std::int64_t i = at.m0 + r0 + 8 * h;
+    if (i >= p.sq) continue;
+    const float total = r.total[h];
+#pragma unroll
+    for (int dt = 0; dt < Dim / 8; ++dt) {
+      const std::int64_t col = dt * 8 + tig * 2;
+      if (col >= p.head_dim) continue;
+      const T lo = narrow<T>(finish(r.o[dt][2 * h], total, p.zero_empty_rows));
+      const T hi = narrow<T>(finish(r.o[dt][2 * h + 1], total, p.zero_empty_rows));
+      T* at_col = base + i * p.out_stride[2] + col;
+      if (pairs) {  // 4-byte aligned: base, the row and the column are
+        *reinterpret_cast<std::uint32_t*>(at_col) = mma::pair(lo, hi);
+      } else {
+        at_col[0] = lo;
+        if (col + 1 < p.head_dim) at_col[1] = hi;
+      }
+    }
+  }
 }
 
 template <class T, int Dim>
@@ -149,39 +189,7 @@ __global__ void __launch_bounds__(mma::k_threads, 2)
     attend_tile<T, Dim>(qa, ks, vs, n0, bias, mask, p, at, row_of, r);
   }
   mma::wait_copies();  // the query rows' copies, where no key is visible to any row
-#pragma unroll
-  for (int dt = 0; dt < Dim / 8; ++dt) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const std::int64_t i = at.m0 + r0 + 8 * (e / 2);
-      const std::int64_t col = dt * 8 + tig * 2 + e % 2;
-      if (i < p.sq && col < p.head_dim) {
-        out[at.b * p.out_stride[0] + at.h * p.out_stride[1] + i * p.out_stride[2] + col] =
-            narrow<T>(finish(r.o[dt][e], r.total[e / 2], p.zero_empty_rows));
-      }
-    }
-  }
-}
-
-// The 4 warps' partial rows of a split-keys block merged: `part` holds each
-// warp's unnormalised output [warp][16][Dim] then its [warp][16] maxima and
-// sums; each thread finishes elements threadIdx.x, + 128, ... of the
-// block's 16 x Dim outputs.
-template <class T, int Dim>
-__device__ __forceinline__ void merge_and_store(const float* part, const attention_plan& p,
-                                                const block_at& at, T* out) {
-  const float* peaks = part + mma::k_warps * mma::k_split_rows * Dim;
-  const float* totals = peaks + mma::k_warps * mma::k_split_rows;
-  for (int e = static_cast<int>(threadIdx.x); e < mma::k_split_rows * Dim; e += mma::k_threads) {
-    const int row = e / Dim, col = e % Dim;
-    const std::int64_t i = at.m0 + row;
-    if (i >= p.sq || col >= p.head_dim) continue;
-    const merged_row m = merge_parts<mma::k_warps>(peaks + row, totals + row, mma::k_split_rows,
-                                                   part + row * Dim + col, mma::k_split_rows * Dim,
-                                                   [](float x) { return __expf(x); });
-    out[at.b * p.out_stride[0] + at.h * p.out_stride[1] + i * p.out_stride[2] + col] =
-        narrow<T>(finish(m.acc, m.total, p.zero_empty_rows));
-  }
+  store_rows<T, Dim>(r, p, at, r0, tig, out);
 }
 
 template <class T, int Dim>
@@ -224,27 +232,47 @@ __global__ void __launch_bounds__(mma::k_threads)
     }
     attend_tile<T, Dim>(qa, ks, vs, n0, bias, mask, p, at, row_of, r);
   }
+  // Warps 1 to 3 leave their partial rows in shared memory (those that saw
+  // keys), and warp 0 merges them into its own in registers and stores.
+  constexpr int part_floats = mma::split_part_floats<Dim>;
+  const int with_keys = static_cast<int>(
+      (at.end + keys - 1) / keys < mma::k_warps ? (at.end + keys - 1) / keys : mma::k_warps);
   __syncthreads();  // every warp is done with its tiles: their room takes the partial rows
   auto* part = reinterpret_cast<float*>(mma_shared + mma::split_q_bytes<Dim>);
-  float* peaks = part + mma::k_warps * mma::k_split_rows * Dim;
-  float* totals = peaks + mma::k_warps * mma::k_split_rows;
+  if (warp > 0 && warp < with_keys) {
+    float* mine = part + (warp - 1) * part_floats * 32 + lane;
 #pragma unroll
-  for (int dt = 0; dt < Dim / 8; ++dt) {
+    for (int dt = 0; dt < Dim / 8; ++dt) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int row = g + 8 * (e / 2), col = dt * 8 + tig * 2 + e % 2;
-      part[(warp * mma::k_split_rows + row) * Dim + col] = r.o[dt][e];
+      for (int e = 0; e < 4; ++e) mine[(dt * 4 + e) * 32] = r.o[dt][e];
     }
-  }
-  if (tig == 0) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      peaks[warp * mma::k_split_rows + g + 8 * i] = r.peak[i];
-      totals[warp * mma::k_split_rows + g + 8 * i] = r.total[i];
+      mine[((Dim / 8) * 4 + i) * 32] = r.peak[i];
+      mine[((Dim / 8) * 4 + 2 + i) * 32] = r.total[i];
     }
   }
   __syncthreads();
-  merge_and_store<T, Dim>(part, p, at, out);
+  if (warp != 0) return;
+  for (int w = 1; w < with_keys; ++w) {
+    const float* theirs = part + (w - 1) * part_floats * 32 + lane;
+    merge_weights weight[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      weight[i] =
+          merge_into(r.peak[i], r.total[i], theirs[((Dim / 8) * 4 + i) * 32],
+                     theirs[((Dim / 8) * 4 + 2 + i) * 32], [](float x) { return __expf(x); });
+    }
+#pragma unroll
+    for (int dt = 0; dt < Dim / 8; ++dt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        r.o[dt][e] =
+            r.o[dt][e] * weight[e / 2].mine + theirs[(dt * 4 + e) * 32] * weight[e / 2].theirs;
+      }
+    }
+  }
+  store_rows<T, Dim>(r, p, at, g, tig, out);
 }
 
 template <class T, int Dim>

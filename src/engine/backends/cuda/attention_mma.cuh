@@ -52,10 +52,16 @@ template <int Dim>
 inline constexpr std::size_t split_shared_bytes = split_q_bytes<Dim> +
                                                   2 * static_cast<std::size_t>(stride<Dim>) *
                                                       2 * keys_per_tile<Dim>* k_warps;
-static_assert(4 * (k_warps * k_split_rows * (64 + 2)) <=
+// The partial rows of warps 1 to 3, in fragment order (each lane's output
+// fragments, then its rows' maxima and sums, lane-minor: conflict-free).
+template <int Dim>
+inline constexpr int split_part_floats = (Dim / 8) * 4 + 4;
+static_assert(4 * (k_warps - 1) * split_part_floats<64> * 32 <=
               split_shared_bytes<64> - split_q_bytes<64>);
-static_assert(4 * (k_warps * k_split_rows * (128 + 2)) <=
+static_assert(4 * (k_warps - 1) * split_part_floats<128> * 32 <=
               split_shared_bytes<128> - split_q_bytes<128>);
+// Rows of 16-byte pieces for load_matrices.
+static_assert(stride<64> * 2 % 16 == 0 && stride<128> * 2 % 16 == 0);
 
 template <class T>
 __device__ __forceinline__ void mma16816(float (&c)[4], const std::uint32_t (&a)[4],
@@ -105,6 +111,30 @@ __device__ __forceinline__ std::uint32_t pair(const T& lo, const T& hi) {
   memcpy(&l, &lo, 2);
   memcpy(&h, &hi, 2);
   return static_cast<std::uint32_t>(l) | (static_cast<std::uint32_t>(h) << 16);
+}
+
+// Four 8x8 matrices of 16-bit elements from shared memory, each lane naming
+// one matrix row of 16 bytes (lanes 8i to 8i + 7: matrix i's rows), as one
+// instruction where the fragments' own loads take 2 or 4 a matrix (sm_75
+// and later). `trans` hands each thread a column pair instead of a row pair:
+// the B fragment of a product with V, whose rows are keys.
+template <bool Trans>
+__device__ __forceinline__ void load_matrices(std::uint32_t (&r)[4], const void* row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const auto at = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  if constexpr (Trans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(at));
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(at));
+  }
+#else
+  (void)r, (void)row;
+  __trap();  // the host launches the kernels that load so only on sm_90
+#endif
 }
 
 // 16 bytes from global to shared memory without registers (cp.async, sm_80
