@@ -45,7 +45,7 @@ __device__ __forceinline__ block_at locate(const attention_plan& p, int rows) {
 // rows row_of[0] and row_of[1], clamped to sq): scores on the tensor cores,
 // adjusted, the running maximum and sum updated, the output rescaled and
 // the probabilities times V added.
-template <class T, int Dim>
+template <class T, int Dim, bool Plain>
 __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][4], const T* ks,
                                             const T* vs, std::int64_t n0, const T* bias,
                                             const bool* mask, const attention_plan& p,
@@ -55,6 +55,17 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
   const int lane = threadIdx.x % 32, tig = lane % 4;
   float s[keys / 8][4];
   float tile_peak[2] = {-INFINITY, -INFINITY};
+  // Without a bias or mask a row sees the tile's keys below a limit: its columns < visible.
+  int visible[2] = {0, 0};
+  if constexpr (Plain) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      std::int64_t limit = p.sk;
+      if (p.causal && row_of[i] + p.sk - p.sq + 1 < limit) limit = row_of[i] + p.sk - p.sq + 1;
+      limit -= n0;
+      visible[i] = limit <= 0 ? 0 : limit >= keys ? keys : static_cast<int>(limit);
+    }
+  }
 #pragma unroll
   for (int nt = 0; nt < keys / 8; ++nt) {
     s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0;
@@ -69,9 +80,14 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const std::int64_t j = n0 + nt * 8 + tig * 2 + e % 2;
+      const int column = nt * 8 + tig * 2 + e % 2;
       const float x = s[nt][e] * p.scale;
-      s[nt][e] = j < p.sk ? adjust(x, bias, mask, p, at.b, at.h, row_of[e / 2], j) : -INFINITY;
+      if constexpr (Plain) {  // no bias, no mask: the causal flag at most
+        s[nt][e] = column < visible[e / 2] ? x : -INFINITY;
+      } else {
+        const std::int64_t j = n0 + column;
+        s[nt][e] = j < p.sk ? adjust(x, bias, mask, p, at.b, at.h, row_of[e / 2], j) : -INFINITY;
+      }
       tile_peak[e / 2] = fmaxf(tile_peak[e / 2], s[nt][e]);
     }
   }
@@ -138,13 +154,18 @@ __device__ __forceinline__ void store_rows(const mma::row_state<Dim>& r, const a
   for (int h = 0; h < 2; ++h) {  // rows r0 and r0 + 8
     const std::int64_t i = at.m0 + r0 + 8 * h;
     if (i >= p.sq) continue;
+    // finish() for the whole row: one division, not one an element.
     const float total = r.total[h];
+    const bool seen = total > 0;
+    const float scale = seen ? 1.0F / total : 0.0F;
+    const float empty = p.zero_empty_rows ? 0.0F : __int_as_float(0x7fc00000);
+    const auto finished = [&](float acc) { return narrow<T>(seen ? acc * scale : empty); };
 #pragma unroll
     for (int dt = 0; dt < Dim / 8; ++dt) {
       const std::int64_t col = dt * 8 + tig * 2;
       if (col >= p.head_dim) continue;
-      const T lo = narrow<T>(finish(r.o[dt][2 * h], total, p.zero_empty_rows));
-      const T hi = narrow<T>(finish(r.o[dt][2 * h + 1], total, p.zero_empty_rows));
+      const T lo = finished(r.o[dt][2 * h]);
+      const T hi = finished(r.o[dt][2 * h + 1]);
       T* at_col = base + i * p.out_stride[2] + col;
       if (pairs) {  // 4-byte aligned: base, the row and the column are
         *reinterpret_cast<std::uint32_t*>(at_col) = mma::pair(lo, hi);
@@ -156,7 +177,7 @@ __device__ __forceinline__ void store_rows(const mma::row_state<Dim>& r, const a
   }
 }
 
-template <class T, int Dim>
+template <class T, int Dim, bool Plain>
 __global__ void __launch_bounds__(mma::k_threads, 2)
     rows64_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
                   attention_plan p) {
@@ -186,13 +207,13 @@ __global__ void __launch_bounds__(mma::k_threads, 2)
     mma::wait_copies();
     __syncthreads();
     if (n0 == 0) mma::query_fragments<T, Dim>(qs, r0, tig, qa);
-    attend_tile<T, Dim>(qa, ks, vs, n0, bias, mask, p, at, row_of, r);
+    attend_tile<T, Dim, Plain>(qa, ks, vs, n0, bias, mask, p, at, row_of, r);
   }
   mma::wait_copies();  // the query rows' copies, where no key is visible to any row
   store_rows<T, Dim>(r, p, at, r0, tig, out);
 }
 
-template <class T, int Dim>
+template <class T, int Dim, bool Plain>
 __global__ void __launch_bounds__(mma::k_threads)
     split_keys_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
                       attention_plan p) {
@@ -230,7 +251,7 @@ __global__ void __launch_bounds__(mma::k_threads)
       mma::wait_copies();
       __syncwarp();  // the tile, from every lane's copies
     }
-    attend_tile<T, Dim>(qa, ks, vs, n0, bias, mask, p, at, row_of, r);
+    attend_tile<T, Dim, Plain>(qa, ks, vs, n0, bias, mask, p, at, row_of, r);
   }
   // Warps 1 to 3 leave their partial rows in shared memory (those that saw
   // keys), and warp 0 merges them into its own in registers and stores.
@@ -275,21 +296,36 @@ __global__ void __launch_bounds__(mma::k_threads)
   store_rows<T, Dim>(r, p, at, g, tig, out);
 }
 
-template <class T, int Dim>
-void launch(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
-            const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
+template <class T, int Dim, bool Plain>
+void launch_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
+                   const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(l.blocks_x), static_cast<unsigned>(l.blocks_y));
   if (l.kernel == attention_kernel::mma_split_keys) {
     constexpr std::size_t bytes = mma::split_shared_bytes<Dim>;
-    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(split_keys_kernel<T, Dim>,
+    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(split_keys_kernel<T, Dim, Plain>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(bytes)));
-    split_keys_kernel<T, Dim><<<grid, mma::k_threads, bytes, stream>>>(q, k, v, bias, mask, out, p);
+    split_keys_kernel<T, Dim, Plain>
+        <<<grid, mma::k_threads, bytes, stream>>>(q, k, v, bias, mask, out, p);
   } else {
-    rows64_kernel<T, Dim>
+    rows64_kernel<T, Dim, Plain>
         <<<grid, mma::k_threads, mma::shared_bytes<Dim>, stream>>>(q, k, v, bias, mask, out, p);
   }
   check_launch();
+}
+
+// Without a bias or a mask (the causal flag at most, as GPT-2 gives) a
+// kernel of its own: each score's adjustment is unrolled 32 times a tile,
+// and with the bias's and mask's paths in every copy the code outgrew the
+// instruction cache (docs/perf/engine.md, 2026-12-06 morning).
+template <class T, int Dim>
+void launch(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
+            const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
+  if (bias == nullptr && mask == nullptr) {
+    launch_kernel<T, Dim, true>(q, k, v, bias, mask, out, p, l, stream);
+  } else {
+    launch_kernel<T, Dim, false>(q, k, v, bias, mask, out, p, l, stream);
+  }
 }
 
 }  // namespace

@@ -168,23 +168,9 @@ __device__ __forceinline__ void wait_copies() {
 // attention take 45 us on the H200). Others load one element at a time
 // through registers, 8 in flight a thread.
 template <class T, int Dim, int Rows, int Threads>
-__device__ __forceinline__ void copy_tile(T* shared, const T* from, std::int64_t base,
-                                          std::int64_t count, std::int64_t d, std::int64_t ld,
-                                          int thread) {
-  constexpr int vec = 16 / static_cast<int>(sizeof(T));
-  constexpr int per_row = Dim / vec;
-  if (d % vec == 0 && ld % vec == 0 && reinterpret_cast<std::uintptr_t>(from) % 16 == 0) {
-    constexpr int trips = (Rows * per_row + Threads - 1) / Threads;
-#pragma unroll
-    for (int t = 0; t < trips; ++t) {
-      const int e = thread + t * Threads, r = e / per_row, c = (e % per_row) * vec;
-      const bool valid = base + r < count && c < d;
-      if (e < Rows * per_row) {
-        copy_16(&shared[r * stride<Dim> + c], valid ? from + (base + r) * ld + c : from, valid);
-      }
-    }
-    return;
-  }
+__device__ __noinline__ void copy_tile_by_element(T* shared, const T* from, std::int64_t base,
+                                                  std::int64_t count, std::int64_t d,
+                                                  std::int64_t ld, int thread) {
   constexpr int batch = 8;  // loads in flight per thread
   for (int e0 = thread; e0 < Rows * Dim; e0 += batch * Threads) {
     T held[batch];
@@ -200,6 +186,36 @@ __device__ __forceinline__ void copy_tile(T* shared, const T* from, std::int64_t
       if (e < Rows * Dim) shared[(e / Dim) * stride<Dim> + e % Dim] = held[i];
     }
   }
+}
+
+template <class T, int Dim, int Rows, int Threads>
+__device__ __forceinline__ void copy_tile(T* shared, const T* from, std::int64_t base,
+                                          std::int64_t count, std::int64_t d, std::int64_t ld,
+                                          int thread) {
+  constexpr int vec = 16 / static_cast<int>(sizeof(T));
+  constexpr int per_row = Dim / vec;
+  if (d % vec == 0 && ld % vec == 0 && reinterpret_cast<std::uintptr_t>(from) % 16 == 0) {
+    // A thread keeps one column and steps down the rows: its addresses are a pointer bumped
+    // each trip, not a 64-bit product a piece (which was a fifth of the kernels' code).
+    static_assert(Threads % per_row == 0 && Rows * per_row % Threads == 0);
+    constexpr int rows_a_trip = Threads / per_row, trips = Rows / rows_a_trip;
+    const int c = (thread % per_row) * vec, r0 = thread / per_row;
+    const std::int64_t left = count - base - r0;  // rows of the matrix from this thread's first
+    const int rows_left = left <= 0 ? 0 : left >= Rows ? Rows : static_cast<int>(left);
+    const bool column = c < d;
+    const T* at = from + (base + r0) * ld + c;
+    T* to = &shared[r0 * stride<Dim> + c];
+#pragma unroll
+    for (int t = 0; t < trips; ++t) {
+      const bool valid = column && t * rows_a_trip < rows_left;
+      copy_16(to + t * rows_a_trip * stride<Dim>, valid ? at : from, valid);
+      at += rows_a_trip * ld;
+    }
+    return;
+  }
+  // Rare (a head dim or row stride not of whole 16-byte pieces): out of line, so its loops do
+  // not swell every kernel's code (docs/perf/engine.md, 2026-12-06 morning).
+  copy_tile_by_element<T, Dim, Rows, Threads>(shared, from, base, count, d, ld, thread);
 }
 
 // A warp's 16 query rows (r0 and r0 + 8 for this thread) as it walks the
