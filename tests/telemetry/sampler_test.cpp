@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -384,10 +385,12 @@ TEST(sampler, a_slow_read_skips_ticks_and_counts_them) {
 /// only makes it take longer), or sleeps `sleep` without using any.
 class cpu_source final : public sample_source {
  public:
-  cpu_source(std::chrono::nanoseconds cpu, std::chrono::milliseconds sleep)
-      : m_cpu(cpu), m_sleep(sleep) {}
-  gpu_sample read(read_scope) override {
-    if (m_cpu.count() > 0) {
+  /// `only`: spends the CPU on reads of that scope alone.
+  cpu_source(std::chrono::nanoseconds cpu, std::chrono::milliseconds sleep,
+             std::optional<read_scope> only = std::nullopt)
+      : m_cpu(cpu), m_sleep(sleep), m_only(only) {}
+  gpu_sample read(read_scope scope) override {
+    if (m_cpu.count() > 0 && (!m_only || *m_only == scope)) {
       const auto start = thread_cpu();
       while (thread_cpu() - start < m_cpu) {
       }
@@ -406,6 +409,7 @@ class cpu_source final : public sample_source {
   }
   std::chrono::nanoseconds m_cpu;
   std::chrono::milliseconds m_sleep;
+  std::optional<read_scope> m_only;
 };
 
 TEST(sampler, counts_its_threads_cpu_time_and_not_its_waits) {
@@ -435,30 +439,9 @@ TEST(sampler, counts_its_threads_cpu_time_and_not_its_waits) {
   EXPECT_GE(busy.stats().thread_cpu_ns, b.thread_cpu_ns + 2'000'000U);
 }
 
-/// Spends 3 ms of its thread's CPU on a full read and none on the others.
-class dear_full_read_source final : public sample_source {
- public:
-  gpu_sample read(read_scope scope) override {
-    if (scope == read_scope::all) {
-      const auto start = thread_cpu();
-      while (thread_cpu() - start < 3ms) {
-      }
-    }
-    gpu_sample s;
-    s.time_ns = steady_now_ns();
-    return s;
-  }
-
- private:
-  static std::chrono::nanoseconds thread_cpu() {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
-  }
-};
-
 TEST(sampler, splits_its_cpu_time_by_read_scope) {
-  sampler s(std::make_unique<dear_full_read_source>(),
+  // 3 ms of CPU on a full read, none on the others.
+  sampler s(std::make_unique<cpu_source>(3ms, 0ms, read_scope::all),
             {.period = 10ms, .slow_period = 40ms, .energy_period = 40ms});
   s.start();
   std::this_thread::sleep_for(200ms);

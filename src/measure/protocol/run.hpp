@@ -145,8 +145,12 @@ void settle_conditions(run_state& run);
 void release_at_the_end(run_state& run);
 
 // sample.cpp
+/// Whether a reason time counter read in both advanced.
 [[nodiscard]] bool counters_moved(const telemetry::clock_reason_counters& before,
                                   const telemetry::clock_reason_counters& after);
+/// The same for the HW thermal and power-brake counters alone (read once a second).
+[[nodiscard]] bool hw_counters_moved(const telemetry::clock_reason_counters& before,
+                                     const telemetry::clock_reason_counters& after);
 /// Keeps in `kept` each counter `now` read: the sampler reads the HW counters on its slower
 /// tiers only (every second at the protocol's settings), so the ticks between leave them unread
 /// and the last read value is what the next read is compared with.

@@ -8,6 +8,11 @@
 namespace coolbench::measure::detail {
 namespace {
 
+bool counter_moved(const telemetry::reading<std::uint64_t>& before,
+                   const telemetry::reading<std::uint64_t>& after) {
+  return before.ok() && after.ok() && after.value > before.value;
+}
+
 /// The telemetry samples from one period before the run to its end, joined: the highest
 /// temperature and power, the lowest clock, the reasons OR-ed.
 sample_conditions join(run_state& run, const timing& t) {
@@ -45,16 +50,17 @@ std::string clock_below(const run_state& run, const sample_conditions& c, double
 
 }  // namespace
 
+bool hw_counters_moved(const telemetry::clock_reason_counters& before,
+                       const telemetry::clock_reason_counters& after) {
+  return counter_moved(before.hw_thermal_ns, after.hw_thermal_ns) ||
+         counter_moved(before.hw_power_brake_ns, after.hw_power_brake_ns);
+}
+
 bool counters_moved(const telemetry::clock_reason_counters& before,
                     const telemetry::clock_reason_counters& after) {
-  const auto moved = [](const telemetry::reading<std::uint64_t>& a,
-                        const telemetry::reading<std::uint64_t>& b) {
-    return a.ok() && b.ok() && b.value > a.value;
-  };
-  return moved(before.sw_power_cap_ns, after.sw_power_cap_ns) ||
-         moved(before.sw_thermal_ns, after.sw_thermal_ns) ||
-         moved(before.hw_thermal_ns, after.hw_thermal_ns) ||
-         moved(before.hw_power_brake_ns, after.hw_power_brake_ns);
+  return counter_moved(before.sw_power_cap_ns, after.sw_power_cap_ns) ||
+         counter_moved(before.sw_thermal_ns, after.sw_thermal_ns) ||
+         hw_counters_moved(before, after);
 }
 
 void keep_counters(std::optional<telemetry::clock_reason_counters>& kept,

@@ -73,16 +73,6 @@ bool hw_counters_read(const telemetry::clock_reason_counters& c) {
   return c.hw_thermal_ns.ok() || c.hw_power_brake_ns.ok();
 }
 
-bool hw_counters_moved(const telemetry::clock_reason_counters& before,
-                       const telemetry::clock_reason_counters& after) {
-  const auto moved = [](const telemetry::reading<std::uint64_t>& a,
-                        const telemetry::reading<std::uint64_t>& b) {
-    return a.ok() && b.ok() && b.value > a.value;
-  };
-  return moved(before.hw_thermal_ns, after.hw_thermal_ns) ||
-         moved(before.hw_power_brake_ns, after.hw_power_brake_ns);
-}
-
 /// What one telemetry sample says changed (`why` empty if nothing).
 reported_change change_in(run_state& run, const telemetry::gpu_sample& t) {
   reported_change change;
