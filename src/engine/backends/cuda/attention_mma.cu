@@ -71,7 +71,7 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
     s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0;
 #pragma unroll
     for (int kp = 0; kp < Dim / 32; ++kp) {
-      // Keys nt * 8 + 0..7 (lane % 8), columns kp * 32 + 8 (lane / 8): the B
+      // Keys nt * 8 + 0..7 (lane % 8), columns kp * 32 + 8 * (lane / 8): the B
       // fragments of two steps along the head's columns.
       std::uint32_t b[4];
       mma::load_matrices<false>(b, &ks[(nt * 8 + lane % 8) * st + kp * 32 + (lane / 8) * 8]);
@@ -120,7 +120,7 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
                                  mma::pack<T>(s[2 * kk][2], s[2 * kk][3]),
                                  mma::pack<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                                  mma::pack<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-    // Keys kk * 16 + 0..15 (lane % 16), columns dp * 16 + 8 (lane / 16),
+    // Keys kk * 16 + 0..15 (lane % 16), columns dp * 16 + 8 * (lane / 16),
     // transposed: the B fragments of two 8-column blocks of the output.
     const T* vk = &vs[(kk * 16 + lane % 16) * st + (lane / 16) * 8];
 #pragma unroll
