@@ -72,6 +72,7 @@ def aggregate(records):
                        execution=_execution(ok),
                        compile_s=_mean_of(ok, "compile_s"), build_s=_mean_of(ok, "build_s"),
                        max_abs_diff=_max_of(ok, "max_abs_diff"),
+                       **_hidden_state(ok),
                        date=max(r.get("date", "") for r in ok),
                        gpu=first.get("gpu"), driver=first.get("driver"),
                        commit=first.get("commit"), torch=first.get("torch"))
@@ -106,6 +107,16 @@ def _execution(records):
     modes = {(r.get("execution") or {}).get("mode") for r in records}
     modes.discard(None)
     return sorted(modes) or None
+
+
+def _hidden_state(records):
+    """How many processes' sentinel saw hidden state (docs/measure.md, "Hidden state"), and
+    how many of those the isolation cleared, of the processes that ran the sentinel."""
+    checked = [r.get("hidden_state") for r in records if r.get("hidden_state")]
+    seen = [h for h in checked if h.startswith("hidden state: sentinel")]
+    return dict(hidden_state_checked=len(checked), hidden_state_seen=len(seen),
+                hidden_state_cleared=sum("cleared by" in h and "not cleared" not in h
+                                         for h in seen))
 
 
 def _mean_of(records, key):
@@ -181,6 +192,10 @@ def table(rows):
             notes.append(f"{r['failed']} failed: " + "; ".join(e[:120] for e in r["errors"]))
         if r.get("max_abs_diff") is not None:
             notes.append(f"max abs Δ vs eager {r['max_abs_diff']:.2g}")
+        if r.get("hidden_state_seen"):
+            notes.append(f"hidden state seen in {r['hidden_state_seen']} of "
+                         f"{r['hidden_state_checked']} processes, {r['hidden_state_cleared']} "
+                         "cleared before measuring")
         floor = "–"
         if r.get("floor_bw_ms"):
             floor = f"{r['floor_bw_ms']:.4f} ms" + (

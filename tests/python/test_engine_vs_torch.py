@@ -137,11 +137,14 @@ def test_rows_against_ceilings_from_records():
     figures = {"torch_graph": [0.82, 0.83, 0.825, 0.822, 0.828],
                "torch_compile_ma": [0.52, 0.53, 0.525, 0.522, 0.528],
                "coolbench": [0.40, 0.41, 0.405, 0.402, 0.408]}
+    seen = "hidden state: sentinel +5.3 %, sensors unchanged; cleared by touch (start, as found)"
+    none = "hidden state: none seen, the sentinel within its noise in 3 checks (isolation touch)"
     for engine, values in figures.items():
-        for value in values:
+        for i, value in enumerate(values):
             records.append(dict(base, engine=engine, figure_ms=value, hold=True,
                                 timer="device events", compile_s=9.0 if "compile" in engine
-                                else None))
+                                else None,
+                                hidden_state=seen if engine == "torch_graph" and i < 2 else none))
     records.append(dict(base, engine="torch_eager", figure_ms=None, error="RuntimeError: boom"))
     rows = {r["engine"]: r for r in report.aggregate(records)}
     ma, cb = rows["torch_compile_ma"], rows["coolbench"]
@@ -160,3 +163,7 @@ def test_rows_against_ceilings_from_records():
     assert "0.771×" in text and "79.5 TFLOP/s (9.9%)" in text  # of 800 TFLOP/s
     assert "1 failed: RuntimeError: boom" in text and "(cold 95 s)" in text
     assert "4 TB/s" in report.ceilings_table(records)
+    graph = rows["torch_graph"]
+    assert (graph["hidden_state_seen"], graph["hidden_state_checked"]) == (2, 5)
+    assert graph["hidden_state_cleared"] == 2 and cb["hidden_state_seen"] == 0
+    assert "hidden state seen in 2 of 5 processes, 2 cleared before measuring" in text
