@@ -23,6 +23,7 @@ command add_model_command(CLI::App& parent);
 command add_nodes_command(CLI::App& parent);
 command add_release_check_command(CLI::App& parent);
 command add_heat_command(CLI::App& parent);
+command add_hidden_state_command(CLI::App& parent);
 command add_run_command(CLI::App& parent);
 command add_report_command(CLI::App& parent);
 command add_compare_command(CLI::App& parent);

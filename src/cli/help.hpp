@@ -14,6 +14,7 @@ std::string_view wait_cool();
 std::string_view model();
 std::string_view release_check();
 std::string_view heat();
+std::string_view hidden_state();
 std::string_view run();
 std::string_view report();
 std::string_view compare();

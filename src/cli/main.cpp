@@ -46,6 +46,7 @@ int run(int argc, char** argv) {
       add_info_command(app),      add_monitor_command(app),       add_who_command(app),
       add_wait_cool_command(app), add_release_check_command(app), add_heat_command(app),
       add_run_command(app)};
+  commands.push_back(add_hidden_state_command(app));
   commands.push_back(add_report_command(app));
   commands.push_back(add_compare_command(app));
   commands.push_back(add_exec_command(app));
