@@ -119,6 +119,8 @@ struct run_state {
   /// When the watch last saw the HW thermal / power-brake counters read: the sampler reads
   /// them on its slowest tier (every second), so a move they report may lie anywhere since.
   std::optional<std::int64_t> burst_hw_counters_ns;
+  /// The start of the burst the counters above were taken for.
+  std::optional<std::int64_t> burst_watched_from;
 
   /// The live status (measure()'s status_fn), at most every 100 ms; `label` names the
   /// workload in a matched A/B run.

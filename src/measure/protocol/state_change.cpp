@@ -99,9 +99,13 @@ reported_change change_in(run_state& run, const telemetry::gpu_sample& t) {
 }  // namespace
 
 std::string state_change_since(run_state& run, std::int64_t burst_start, std::size_t first) {
-  if (!run.burst_counters) {
-    // The counters as they stood when the burst began: their last reading before it (the HW
-    // ones are read once a second), so a move within the burst's first second is seen too.
+  if (run.burst_watched_from != burst_start) {
+    // The counters as they stood when this burst began: their last reading before it (the HW
+    // ones are read once a second), so a move within the burst's first second is seen too,
+    // and time they gained in the gate or the re-warm before it is not the burst's.
+    run.burst_watched_from = burst_start;
+    run.burst_counters.reset();
+    run.burst_hw_counters_ns.reset();
     constexpr std::int64_t before_ns = 2'000'000'000;
     for (const auto& t : run.env.between(burst_start - before_ns, burst_start - 1)) {
       keep_counters(run.burst_counters, t.reason_counters);
