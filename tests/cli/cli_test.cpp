@@ -124,7 +124,13 @@ TEST_F(cli_test, bad_values_are_usage_errors) {
       {{"monitor", "--duration", "-1"}, "--duration"},
       {{"info", "--device", "x"}, "--device"},
       {{"wait-cool", "--below", "50", "--period", "5"}, "--period"},
-      {{"wait-cool", "--below", "121"}, "--below"}};
+      {{"wait-cool", "--below", "121"}, "--below"},
+      {{"hidden-state", "--checks", "0"}, "--checks"},
+      {{"hidden-state", "--checks", "101"}, "--checks"},
+      {{"hidden-state", "--checks", "x"}, "--checks"},
+      {{"hidden-state", "--device", "-2"}, "--device"},
+      {{"hidden-state", "--json"}, "--json"},
+      {{"hidden-state", "--bogus"}, "--bogus"}};
   for (const auto& [args, option] : cases) {
     const run_result r = run(args);
     EXPECT_EQ(r.code, 2) << describe(args, r);
@@ -147,7 +153,7 @@ TEST_F(cli_test, help_prints_the_documentation) {
     EXPECT_EQ(r.out, doc("coolbench"));
     EXPECT_EQ(r.err, "");
   }
-  for (const std::string command : {"info", "monitor", "who", "wait-cool"}) {
+  for (const std::string command : {"info", "monitor", "who", "wait-cool", "hidden-state"}) {
     const run_result r = run({command, "--help"});
     EXPECT_EQ(r.code, 0) << describe({command, "--help"}, r);
     EXPECT_EQ(r.out, doc(command)) << command;
@@ -213,7 +219,8 @@ TEST_F(cli_test, gpu_commands_without_a_driver_exit_3_with_one_line) {
   for (const std::vector<std::string>& args : {std::vector<std::string>{"who"},
                                                {"monitor"},
                                                {"monitor", "--duration", "1"},
-                                               {"wait-cool", "--below", "50"}}) {
+                                               {"wait-cool", "--below", "50"},
+                                               {"hidden-state"}}) {
     const run_result r = run(args, without_driver());
     EXPECT_EQ(r.code, 3) << describe(args, r);
     expect_one_line(r.err, "coolbench " + args[0] + ": ");

@@ -3,44 +3,30 @@
 // skips with the reason otherwise. Prints the command's output (the two levels and the
 // verdict are the figures to quote).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "coolbench/core/error.hpp"
-#include "coolbench/telemetry.hpp"
+#include "gpu/run_command.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
 TEST(hidden_state_gpu, checks_touches_judges_and_writes_its_json) {
-  try {
-    if (coolbench::telemetry::gpu_telemetry::device_count() == 0) {
-      GTEST_SKIP() << "no GPU visible to CUDA";
-    }
-  } catch (const coolbench::error& e) {
-    GTEST_SKIP() << "no GPU here: " << e.what();
-  }
+  COOLBENCH_SKIP_WITHOUT_A_GPU();
   const fs::path json_path =
       fs::path(::testing::TempDir()) / ("hidden_state_" + std::to_string(getpid()) + ".json");
-  const std::string command = std::string(COOLBENCH_EXE) + " hidden-state --checks 4 --json " +
-                              json_path.string() + " 2>&1";
-  std::string output;
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) output += buffer.data();
-  const int status = pclose(pipe);
+  const auto done = coolbench::testing::run_command(
+      std::string(COOLBENCH_EXE) + " hidden-state --checks 4 --json " + json_path.string());
+  const std::string& output = done.output;
   std::printf("%s", output.c_str());
-  ASSERT_TRUE(WIFEXITED(status)) << output;
-  ASSERT_EQ(WEXITSTATUS(status), 0) << output;
+  ASSERT_TRUE(done.exited) << output;
+  ASSERT_EQ(done.code, 0) << output;
   EXPECT_NE(output.find("as found:"), std::string::npos) << output;
   EXPECT_NE(output.find("after a touch:"), std::string::npos) << output;
 
