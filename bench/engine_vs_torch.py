@@ -168,7 +168,39 @@ class Runner:
         return records[0]
 
     def run(self, child, label, **kw):
-        return self.finish(child, self.start(child, **kw), label)
+        record = self.finish(child, self.start(child, **kw), label)
+        if self.args.hidden_state_after and child == "measure":
+            self.check_hidden_state(label, kw.get("engine"), kw.get("configs", ()))
+        return record
+
+    def check_hidden_state(self, label, engine, configs):
+        """`coolbench hidden-state` right after a measuring process ended: whether that
+        process left the GPU in a state no sensor shows (docs/perf/hidden-state.md §13).
+        Its touch clears such a state, so the next process's own check as found tells what
+        that process's preparation formed."""
+        path = os.path.join(self.args.work, "hidden-state.json")
+        exe = os.path.join(self.args.build, "bin", "coolbench")
+        record = {"kind": "hidden_state_after", "after": label, "engine": engine,
+                  "config": configs[0].key if configs else None, "commit": self.commit}
+        began = time.perf_counter()
+        try:
+            done = subprocess.run([exe, "hidden-state", "--device",
+                                   self.args.device.split(":")[-1], "--json", path],
+                                  capture_output=True, text=True, timeout=120)
+            if done.returncode == 0:
+                with open(path) as f:
+                    found = json.load(f)
+                record.update({k: found.get(k) for k in (
+                    "gpu", "as_found_ms", "shift", "threshold", "moved", "sensors_unchanged",
+                    "hidden_state", "summary")})
+                record["level_ms"] = (found.get("calibration") or {}).get("median_ms")
+            else:
+                record["error"] = (done.stderr.strip() or done.stdout.strip())[-300:]
+        except (OSError, subprocess.SubprocessError, ValueError) as e:
+            record["error"] = f"{type(e).__name__}: {e}"
+        record["process_s"] = time.perf_counter() - began
+        self.durations.setdefault("hidden-state", []).append(record["process_s"])
+        self.append(record)
 
     def append(self, record):
         self.records.append(record)
@@ -232,6 +264,10 @@ def print_tables(records, stopped=None):
           "copies (session.run) is not comparable with the held PyTorch figures.")
     print("\n## Ceilings\n")
     print(report.ceilings_table(records))
+    after = report.hidden_state_after_table(records)
+    if after:
+        print("\n## Hidden state right after each kind of process (coolbench hidden-state)\n")
+        print(after)
     profiles = report.profiles_text(records)
     if profiles:
         print("\n## Per-kernel time\n")
@@ -262,6 +298,10 @@ def options():
                    help="configurations profiled per kernel, by each engine's first process "
                    "after it measured (default the headline; none: --profile alone)")
     p.add_argument("--no-ceilings", dest="ceilings", action="store_false")
+    p.add_argument("--hidden-state-after", action="store_true",
+                   help="run `coolbench hidden-state` (BUILD/bin) after each measuring process: "
+                   "whether it left the GPU in a state no sensor shows; its touch clears it "
+                   "for the next process (about a second each)")
     p.add_argument("--device", default="cuda:0")
     p.add_argument("--max-time", type=float, default=10.0,
                    help="coolbench.measure's max_time per process, seconds (default 10; the "

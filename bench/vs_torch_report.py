@@ -260,6 +260,28 @@ def profiles_text(records):
     return "\n\n".join(parts)
 
 
+def hidden_state_after_table(records):
+    """One row per kind of process: how many `coolbench hidden-state` checks right after it
+    found hidden state, and their shifts (empty when the run made none)."""
+    groups = {}
+    for r in records:
+        if r.get("kind") == "hidden_state_after":
+            groups.setdefault((r.get("config"), r.get("engine")), []).append(r)
+    if not groups:
+        return ""
+    lines = ["| after | configuration | checks | hidden state | shifts as found | failed |",
+             "|---|---|---|---|---|---|"]
+    for (config, engine), group in sorted(groups.items(), key=lambda kv: (str(kv[0][0]),
+                                                                         str(kv[0][1]))):
+        ok = [r for r in group if not r.get("error") and r.get("shift") is not None]
+        seen = sum(bool(r.get("hidden_state")) for r in ok)
+        shifts = ", ".join(f"{100 * r['shift']:+.1f} %" for r in ok)
+        failed = len(group) - len(ok)
+        lines.append(f"| {engine} | {config} | {len(ok)} | {seen} of {len(ok)} | "
+                     f"{shifts or '–'} | {failed or ''} |")
+    return "\n".join(lines)
+
+
 def json_rows(rows):
     """The records of docs/perf/engine_vs_torch.json: the issue's fields first."""
     keys = ("engine", "model", "dtype", "batch", "seq", "processes", "figure_ms", "ci_ms",

@@ -167,3 +167,18 @@ def test_rows_against_ceilings_from_records():
     assert (graph["hidden_state_seen"], graph["hidden_state_checked"]) == (2, 5)
     assert graph["hidden_state_cleared"] == 2 and cb["hidden_state_seen"] == 0
     assert "hidden state seen in 2 of 5 processes, 2 cleared before measuring" in text
+
+
+def test_hidden_state_after_table():
+    """The checks `--hidden-state-after` records, one row per kind of process."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import vs_torch_report as report
+    assert report.hidden_state_after_table([{"kind": "measure"}]) == ""
+    base = dict(kind="hidden_state_after", config="gpt2:fp16:1:128")
+    records = [dict(base, engine="torch_compile_ma", shift=0.053, hidden_state=True),
+               dict(base, engine="torch_compile_ma", shift=0.001, hidden_state=False),
+               dict(base, engine="coolbench", shift=-0.002, hidden_state=False),
+               dict(base, engine="coolbench", error="no GPU here")]
+    text = report.hidden_state_after_table(records)
+    assert "| torch_compile_ma | gpt2:fp16:1:128 | 2 | 1 of 2 | +5.3 %, +0.1 % |  |" in text
+    assert "| coolbench | gpt2:fp16:1:128 | 1 | 0 of 1 | -0.2 % | 1 |" in text
