@@ -108,6 +108,15 @@ sentinel_check judge_sentinel(const sentinel_calibration& calibration, double me
   return c;
 }
 
+sensor_reading sensors_of(const std::optional<telemetry::gpu_sample>& sample) {
+  sensor_reading s;
+  if (!sample) return s;
+  if (sample->temp_gpu_c.ok()) s.temp_c = sample->temp_gpu_c.value;
+  if (sample->clock_sm_mhz.ok()) s.sm_clock_mhz = sample->clock_sm_mhz.value;
+  if (sample->clock_reasons.ok()) s.clock_reasons = sample->clock_reasons.value;
+  return s;
+}
+
 std::string sentinel_check::summary() const {
   std::string s;
   if (!judged) {

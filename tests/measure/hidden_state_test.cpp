@@ -148,5 +148,17 @@ TEST(HiddenState, IsolationNames) {
   EXPECT_EQ(isolation_names().size(), 4U);
 }
 
+TEST(hidden_state, the_sensors_of_a_sample_are_what_it_read) {
+  EXPECT_FALSE(sensors_of(std::nullopt).temp_c);
+  telemetry::gpu_sample t;
+  t.temp_gpu_c = telemetry::reading<int>::of(41);
+  t.clock_sm_mhz = telemetry::reading<unsigned>::failed();
+  t.clock_reasons = telemetry::reading<std::uint64_t>::of(4);
+  const sensor_reading s = sensors_of(t);
+  EXPECT_EQ(s.temp_c, 41);
+  EXPECT_FALSE(s.sm_clock_mhz);
+  EXPECT_EQ(s.clock_reasons, 4U);
+}
+
 }  // namespace
 }  // namespace coolbench::measure

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "coolbench/measure/options.hpp"
+#include "coolbench/telemetry/gpu.hpp"
 
 namespace coolbench::measure {
 
@@ -32,6 +33,9 @@ struct sensor_reading {
   std::optional<unsigned> sm_clock_mhz;
   std::optional<std::uint64_t> clock_reasons;  ///< clock_reason bits
 };
+
+/// The sensors a telemetry sample read (none where there is no sample).
+[[nodiscard]] sensor_reading sensors_of(const std::optional<telemetry::gpu_sample>& sample);
 
 /// The sentinel in a clean state: each check's median, their median (the reference) and
 /// their spread relative to it (the noise a later check is judged against).

@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -22,6 +21,7 @@
 #include "coolbench/core/error.hpp"
 #include "coolbench/measure/hidden_state.hpp"
 #include "coolbench/measure/protocol.hpp"
+#include "coolbench/report/format.hpp"
 
 namespace coolbench::cli {
 namespace {
@@ -33,16 +33,6 @@ struct hidden_state_options {
   int checks = 5;
   std::string json_path;
 };
-
-measure::sensor_reading sensors_now(measure::environment& env) {
-  measure::sensor_reading s;
-  if (const auto t = env.latest()) {
-    if (t->temp_gpu_c.ok()) s.temp_c = t->temp_gpu_c.value;
-    if (t->clock_sm_mhz.ok()) s.sm_clock_mhz = t->clock_sm_mhz.value;
-    if (t->clock_reasons.ok()) s.clock_reasons = t->clock_reasons.value;
-  }
-  return s;
-}
 
 measure::sentinel_reading check(measure::environment& env) {
   const auto m = env.check_sentinel(measure::sentinel_kind::gemm_chain);
@@ -74,18 +64,6 @@ nlohmann::json to_json(const hidden_state_options& o, const std::string& gpu,
   return j;
 }
 
-void write_json(const std::string& path, const nlohmann::json& j) {
-  const std::string partial = path + ".tmp";
-  {
-    std::ofstream out(partial);
-    if (!out) throw invalid_argument("cannot write " + path + ": check the folder exists");
-    out << j.dump(2) << '\n';
-  }
-  if (std::rename(partial.c_str(), path.c_str()) != 0) {
-    throw invalid_argument("cannot write " + path);
-  }
-}
-
 int run_hidden_state(const hidden_state_options& o) {
   catch_interrupts();
   const auto env = measure::make_gpu_environment(o.device, 20ms, [] { return interrupted(); });
@@ -110,10 +88,10 @@ int run_hidden_state(const hidden_state_options& o) {
     context = m.context;
   }
   measure::sentinel_calibration calibration =
-      measure::calibrate_sentinel(medians, sensors_now(*env));
+      measure::calibrate_sentinel(medians, measure::sensors_of(env->latest()));
   calibration.context = context;
-  measure::sentinel_check verdict =
-      measure::judge_sentinel(calibration, found.median_ms, sensors_now(*env), "as found");
+  measure::sentinel_check verdict = measure::judge_sentinel(
+      calibration, found.median_ms, measure::sensors_of(env->latest()), "as found");
   if (context != found.context) {  // the device layer made a new context between the checks
     verdict.judged = false;
     verdict.action = "not judged: the checks after the touch ran in a new CUDA context";
@@ -125,8 +103,9 @@ int run_hidden_state(const hidden_state_options& o) {
   fmt::print("{}{}\n", verdict.summary(), verdict.action.empty() ? "" : "; " + verdict.action);
   const std::string release_line = env->release_device();
   if (!o.json_path.empty()) {
-    write_json(o.json_path,
-               to_json(o, gpu, found, isolation_line, calibration, verdict, release_line));
+    report::write_text_atomically(
+        o.json_path,
+        to_json(o, gpu, found, isolation_line, calibration, verdict, release_line).dump(2) + "\n");
   }
   return exit_ok;
 }

@@ -11,15 +11,7 @@ namespace {
 
 constexpr int calibration_checks = 5;  // at the start
 
-sensor_reading sensors_now(run_state& run) {
-  sensor_reading s;
-  if (const auto t = run.env.latest()) {
-    if (t->temp_gpu_c.ok()) s.temp_c = t->temp_gpu_c.value;
-    if (t->clock_sm_mhz.ok()) s.sm_clock_mhz = t->clock_sm_mhz.value;
-    if (t->clock_reasons.ok()) s.clock_reasons = t->clock_reasons.value;
-  }
-  return s;
-}
+sensor_reading sensors_now(run_state& run) { return sensors_of(run.env.latest()); }
 
 /// One sentinel check; a failure ends the sentinel's part in the run, not the run.
 std::optional<sentinel_reading> check(run_state& run) {
