@@ -428,6 +428,18 @@ int child_driver_only() {
   return cuDeviceGetCount(&count) == CUDA_SUCCESS && count > 0 ? 0 : 1;
 }
 
+int child_disturb(int ordinal, const std::string& what) {
+  auto& gpu = dev::device::get(ordinal);
+  auto lease = gpu.acquire();
+  if (what == "smem100" || what == "smem200")
+    disturb_with_shared_memory(lease, what == "smem100" ? 100 : 200, disturb_stream::raw);
+  else if (what == "gemms")
+    disturb_with_gemms(lease, disturb_stream::raw);
+  else
+    throw coolbench::error("--child-disturb takes smem100, smem200 or gemms, not '" + what + "'");
+  return 0;
+}
+
 std::string run_command(const std::string& command) {
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) throw coolbench::error("cannot run " + command);

@@ -59,6 +59,10 @@ void profile_passes(bench_context& b, const victim_config& config);
 /// a process that only initialises the driver (no context).
 int child_measure(int ordinal, const victim_config& config, int warmups, int replays);
 int child_driver_only();
+/// A process that makes a context, runs one disturbance (`smem100`, `smem200` or `gemms`, on
+/// the legacy stream outside the lease, as the reference program) and exits: whether the state
+/// outlives the process that formed it (hidden-state.md §14).
+int child_disturb(int ordinal, const std::string& what);
 
 /// Runs `command` and returns its stdout; throws when it fails.
 std::string run_command(const std::string& command);

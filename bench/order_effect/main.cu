@@ -48,6 +48,7 @@ struct options {
                "[--part all|survey|bisect|kernels|sentinel|isolation|detect|profile] [--repeats R] "
                "[--replays N] [--victim fp16|fp32[:lease|none|library[:lease|blocking[:FORM]]]] "
                "[--disturb-on legacy|lease|raw] [--json PATH]\n"
+               "       order_effect --child-disturb smem100|smem200|gemms [--ordinal N]\n"
                "FORM: reference, or nocopy, wide, inplace, batch10, sync, rawmem joined by '+'\n",
                why.c_str());
   std::exit(2);
@@ -79,6 +80,8 @@ options parse(int argc, char** argv) {
       o.child = "measure:" + value();
     else if (a == "--child-driver-only")
       o.child = "driver-only";
+    else if (a == "--child-disturb")
+      o.child = "disturb:" + value();
     else
       usage("unexpected argument: " + a);
   }
@@ -162,6 +165,7 @@ int run(const options& o) {
   if (o.disturb_on != "legacy" && o.disturb_on != "lease" && o.disturb_on != "raw")
     usage("--disturb-on takes legacy, lease or raw");
   if (o.child == "driver-only") return child_driver_only();
+  if (o.child.rfind("disturb:", 0) == 0) return child_disturb(o.ordinal, o.child.substr(8));
   if (o.child.rfind("measure:", 0) == 0) {
     return child_measure(o.ordinal, parse_victim(o.child.substr(8)), 20, o.replays);
   }
