@@ -87,8 +87,12 @@ sentinel_calibration calibrate_sentinel(const std::vector<double>& check_medians
   }
   sentinel_calibration c;
   c.median_ms = sentinel_median(check_medians);
-  for (const double m : check_medians) c.noise = std::max(c.noise, std::abs(m / c.median_ms - 1));
+  std::vector<double> deviations;
+  for (const double m : check_medians) deviations.push_back(std::abs(m / c.median_ms - 1));
+  std::sort(deviations.begin(), deviations.end());
+  c.noise = deviations.size() >= 4 ? deviations[deviations.size() - 2] : deviations.back();
   c.checks = static_cast<int>(check_medians.size());
+  c.check_ms = check_medians;
   c.sensors = sensors;
   return c;
 }

@@ -21,11 +21,20 @@ sentinel_calibration clean() {
   return calibrate_sentinel({0.0400, 0.0401, 0.0399, 0.04012, 0.03988}, nominal);
 }
 
-TEST(HiddenState, CalibrationTakesTheMedianAndTheLargestDeviation) {
+TEST(HiddenState, CalibrationTakesTheMedianAndTheSecondLargestDeviation) {
   const auto c = clean();
   EXPECT_DOUBLE_EQ(c.median_ms, 0.0400);
   EXPECT_NEAR(c.noise, 0.003, 1e-9);
   EXPECT_EQ(c.checks, 5);
+  EXPECT_EQ(c.check_ms, (std::vector<double>{0.0400, 0.0401, 0.0399, 0.04012, 0.03988}));
+}
+
+TEST(HiddenState, OneStrayCheckDoesNotRaiseTheNoise) {
+  // Four checks within 0.2 %, one 2 % slow (as H100 calibrations had, hidden-state.md §14).
+  const auto c = calibrate_sentinel({0.2100, 0.2102, 0.2098, 0.2142, 0.2101}, nominal);
+  EXPECT_NEAR(c.noise, 0.3 / 210.1, 1e-9);  // the 0.2098 check, not the 0.2142
+  // Up to three checks, the largest deviation is all there is.
+  EXPECT_NEAR(calibrate_sentinel({0.2100, 0.2142, 0.2100}, nominal).noise, 0.02, 1e-9);
 }
 
 TEST(HiddenState, CalibrationRefusesNothingAndNonPositiveFigures) {
@@ -51,15 +60,15 @@ TEST(HiddenState, WithinTheNoiseIsNotAMove) {
   const auto c = judge_sentinel(clean(), 0.0400 * 1.008, nominal, "start");
   EXPECT_FALSE(c.moved);
   EXPECT_FALSE(c.hidden_state());
-  EXPECT_NEAR(c.threshold, 0.012, 1e-9);  // 4 x the calibration's 0.3 %, above the 1 % floor
-  EXPECT_EQ(c.summary(), "sentinel +0.8 %, within its noise (1.2 %)");
+  EXPECT_NEAR(c.threshold, 0.025, 1e-9);  // the 2.5 % floor, above 2 x the calibration's 0.3 %
+  EXPECT_EQ(c.summary(), "sentinel +0.8 %, within its noise (2.5 %)");
   EXPECT_DOUBLE_EQ(c.reference_ms, clean().median_ms);
 }
 
 TEST(HiddenState, ANoisyCalibrationRaisesTheThreshold) {
   const auto noisy = calibrate_sentinel({0.040, 0.042, 0.038}, nominal);  // ±5 %
   const auto c = judge_sentinel(noisy, 0.040 * 1.093, nominal, "start");
-  EXPECT_NEAR(c.threshold, 0.20, 1e-9);
+  EXPECT_NEAR(c.threshold, 0.10, 1e-9);
   EXPECT_FALSE(c.moved);
 }
 
@@ -97,8 +106,10 @@ TEST(HiddenState, IdleBitAndSmallDriftAreNotSensorChanges) {
 }
 
 /// 1000 simulated trials: a calibration of 5 checks, then one check at `level` times the clean
-/// figure and one clean, each check scattered by `scatter`. How many of each were flagged.
-std::pair<int, int> simulated_trials(unsigned seed, double clean_ms, double scatter, double level) {
+/// figure and one clean `bias` slow (a process's first check), each check scattered by
+/// `scatter`, and the calibration's last check `stray` slow. How many of each were flagged.
+std::pair<int, int> simulated_trials(unsigned seed, double clean_ms, double scatter, double level,
+                                     double bias = 0, double stray = 0) {
   std::mt19937 random(seed);
   std::normal_distribution<double> noise(0.0, scatter);
   auto check = [&](double l) { return clean_ms * l * (1 + noise(random)); };
@@ -106,10 +117,10 @@ std::pair<int, int> simulated_trials(unsigned seed, double clean_ms, double scat
   int flagged_clean = 0;
   for (int trial = 0; trial < 1000; ++trial) {
     std::vector<double> calibration;
-    for (int i = 0; i < 5; ++i) calibration.push_back(check(1.0));
+    for (int i = 0; i < 5; ++i) calibration.push_back(check(i == 4 ? 1.0 + stray : 1.0));
     const auto c = calibrate_sentinel(calibration, nominal);
     flagged_disturbed += judge_sentinel(c, check(level), nominal, "d").hidden_state() ? 1 : 0;
-    flagged_clean += judge_sentinel(c, check(1.0), nominal, "c").hidden_state() ? 1 : 0;
+    flagged_clean += judge_sentinel(c, check(1.0 + bias), nominal, "c").hidden_state() ? 1 : 0;
   }
   return {flagged_disturbed, flagged_clean};
 }
@@ -122,12 +133,24 @@ TEST(HiddenState, SimulatedTrialsFlagDisturbedAndNotClean) {
   EXPECT_EQ(flagged_clean, 0);
 }
 
-/// The H100's size of the state (a GEMM chain 2.2 % faster, docs/perf/hidden-state.md §8) with
-/// checks that scatter by 0.1 %: above the 1 % floor in every trial, and no clean one flagged.
-TEST(HiddenState, SimulatedTrialsFlagTheH100SizedState) {
+/// The bench victim's move on an H100 (2.2 % faster, docs/perf/hidden-state.md §8) is below the
+/// 2.5 % floor: not flagged even with checks that scatter by 0.1 % (a documented limit: a fresh
+/// process's first check alone is up to 1.8 % off).
+TEST(HiddenState, AMoveBelowTheFloorIsNotFlagged) {
   const auto [flagged_disturbed, flagged_clean] = simulated_trials(11, 0.25, 0.001, 0.978);
-  EXPECT_EQ(flagged_disturbed, 1000);
+  EXPECT_LE(flagged_disturbed, 10);  // only where the scatter adds 0.3 % to it
   EXPECT_EQ(flagged_clean, 0);
+}
+
+/// The H100s of 2026-12-06 (docs/perf/hidden-state.md §14): a fresh process's first check
+/// +0.86 % off its calibration (SD 0.47 %), one calibration check 2 % slow, the state the
+/// smallest seen (+3.9 %). The rule of 4 x the largest deviation let every such state pass; with
+/// the stray check left out and the 2.5 % floor, 99 in 100 are flagged and no clean check.
+TEST(HiddenState, SimulatedTrialsFlagTheH100StateDespiteAStrayCalibrationCheck) {
+  const auto [flagged_disturbed, flagged_clean] =
+      simulated_trials(13, 0.21, 0.0047, 1.039, 0.0086, 0.02);
+  EXPECT_GE(flagged_disturbed, 990);
+  EXPECT_LE(flagged_clean, 1);
 }
 
 TEST(HiddenState, RecordSummaryNamesTheFirstHiddenState) {

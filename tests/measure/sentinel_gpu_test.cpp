@@ -22,9 +22,9 @@ void checks_name_their_context_and_let_a_release_through(sentinel_kind kind) {
   EXPECT_GT(first.median_ms, 0);
   EXPECT_EQ(first.context, second.context) << "no release between them";
   EXPECT_EQ(first.context, gpu.status().generation);
-  // Two checks in one context agree well within the sentinel's 1 % floor (a clock still
-  // rising would show here first).
-  EXPECT_LT(std::abs(second.median_ms / first.median_ms - 1), 0.01)
+  // Two checks in one context agree within the sentinel's 2 % floor (a clock still rising
+  // would show here first).
+  EXPECT_LT(std::abs(second.median_ms / first.median_ms - 1), 0.02)
       << first.median_ms << " then " << second.median_ms << " ms";
   EXPECT_EQ(gpu.status().leases, 0U) << "a check keeps no lease";
   const auto report = gpu.release();

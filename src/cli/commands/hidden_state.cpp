@@ -51,7 +51,10 @@ nlohmann::json to_json(const hidden_state_options& o, const std::string& gpu,
   j["as_found_ms"] = found.median_ms;
   j["isolation"] = measure::to_string(measure::isolation::touch);
   j["isolation_note"] = isolation_line;
-  j["calibration"] = {{"median_ms", c.median_ms}, {"noise", c.noise}, {"checks", c.checks}};
+  j["calibration"] = {{"median_ms", c.median_ms},
+                      {"noise", c.noise},
+                      {"checks", c.checks},
+                      {"check_ms", c.check_ms}};
   j["shift"] = v.shift;
   j["threshold"] = v.threshold;
   j["moved"] = v.moved;
