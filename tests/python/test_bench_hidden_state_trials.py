@@ -1,0 +1,68 @@
+"""bench/hidden_state_trials.py's table on recorded trials (no GPU): what counts as flagged as
+found, back within noise after the touch, and flagged again after the run; --from prints it."""
+import importlib.util
+import json
+import pathlib
+import subprocess
+import sys
+
+SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "bench" / "hidden_state_trials.py"
+
+
+def load():
+    spec = importlib.util.spec_from_file_location("hidden_state_trials", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check(where, shift, threshold, moved=None, hidden=None):
+    moved = abs(shift) > threshold if moved is None else moved
+    return {"where": where, "shift": shift, "threshold": threshold, "moved": moved,
+            "hidden_state": moved if hidden is None else hidden,
+            "summary": f"sentinel {100 * shift:+.1f} %"}
+
+
+def trial(kind, as_found, after_touch=0.002, after_run=0.05):
+    return {"kind": kind, "hidden_state": {"checks": [
+        check("start, as found", as_found, 0.025),
+        check("before burst 1", after_touch, 0.025),
+        check("after the run", after_run, 0.025)]}}
+
+
+RECORDS = [
+    trial("formed", 0.051), trial("formed", 0.047), trial("formed", 0.012),
+    trial("clean", 0.009, after_run=0.01), trial("clean", 0.014, after_run=0.048),
+    {"kind": "large", "error": "exit 1: CUDA error"},
+    trial("large", -0.004),
+]
+
+
+def test_table_counts_each_kind():
+    rows = load().table(RECORDS)
+    assert rows[0].startswith("| kind | trials | hidden state as found")
+    by_kind = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[1:-1]] for r in rows[2:]}
+    assert list(by_kind) == ["formed", "large", "clean"]
+    formed = by_kind["formed"]
+    assert formed[1] == "3" and formed[2] == "2 of 3"
+    assert formed[3] == "+5.1, +4.7, +1.2 %"
+    assert formed[5] == "3 of 3" and formed[6] == "3 of 3" and formed[7] == "0"
+    assert by_kind["clean"][2] == "0 of 2" and by_kind["clean"][6] == "1 of 2"
+    large = by_kind["large"]
+    assert large[1] == "2" and large[2] == "0 of 1" and large[7] == "1"
+
+
+def test_a_moved_check_with_sensors_changed_is_not_hidden_state():
+    record = trial("formed", 0.06)
+    record["hidden_state"]["checks"][0]["hidden_state"] = False  # moved, sensors changed
+    rows = load().table([record])
+    assert rows[2].split("|")[3].strip() == "0 of 1"
+
+
+def test_from_prints_the_table(tmp_path):
+    path = tmp_path / "trials.json"
+    path.write_text(json.dumps({"trials": RECORDS}))
+    done = subprocess.run([sys.executable, str(SCRIPT), "--from", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "| formed | 3 | 2 of 3 |" in done.stdout
