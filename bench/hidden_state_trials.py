@@ -22,7 +22,19 @@ the first burst (after the touch) was back within its noise, and how many checks
 run flagged it again (the small GEMM forms it while it is measured). Target (issue 21 §2):
 formed flagged in at least 9 of 10, clean and large in none.
 
+--part isolation (issue 21 §4): each trial a fresh process that prepares `clean` or `formed`
+as above, then measures a victim (--victim, coolbench's GPT-2-shaped GEMM chain by default,
+the sentinel's kind: it read +4 to +6 % in the state) with one isolation:
+  clean/none     the reference figure
+  formed/none    the state left in place (release="keep": one context throughout)
+  formed/touch   another process makes a context and exits first (release="keep")
+(No release arm: PyTorch's memory is live in these processes, and a release refuses to reset
+a context under another runtime's memory; that is why the protocol's default is the touch.)
+The table gives each arm's mean over its processes with a Student-t 95 % interval and its
+ratio to clean/none. Target: each isolated arm within 0.3 % of clean.
+
   python3 bench/hidden_state_trials.py --build build [--trials 10] [--json FILE]
+  python3 bench/hidden_state_trials.py --build build --part isolation [--trials 10] [--json FILE]
   python3 bench/hidden_state_trials.py --from FILE     # the table again, no GPU
 
 Needs PyTorch with CUDA and coolbench's Python module (--build puts BUILD/python on the path).
@@ -37,13 +49,18 @@ import sys
 import time
 
 KINDS = ("formed", "large", "clean")
+ARMS = ("clean/none", "formed/none", "formed/touch")
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from vs_torch_report import mean_ci  # noqa: E402  (the Student-t interval of engine_vs_torch)
 
 
 # ---- the child: one trial ------------------------------------------------------------------
 
 
-def child(kind, device, form_seconds, measure_seconds):
+def child(kind, device, form_seconds, measure_seconds, victim=None):
+    """One trial. `kind` is a detection kind, or an isolation arm 'PREP/ISOLATION' that
+    measures `victim` instead of the small GEMM."""
     import torch
     import coolbench
 
@@ -55,7 +72,8 @@ def child(kind, device, form_seconds, measure_seconds):
     def small_gemm():
         torch.matmul(x, w)
 
-    if kind == "formed":
+    prepare, _, arm = kind.partition("/")
+    if prepare == "formed":
         coolbench.measure(small_gemm, device=device, release="keep", isolation="none",
                           max_time=form_seconds)
     elif kind == "large":
@@ -65,14 +83,19 @@ def child(kind, device, form_seconds, measure_seconds):
             torch.matmul(a, b)
         torch.cuda.synchronize()
         del a, b
-    result = coolbench.measure(small_gemm, device=device, release="keep", isolation="touch",
-                               max_time=measure_seconds)
+    if not arm:
+        result = coolbench.measure(small_gemm, device=device, release="keep", isolation="touch",
+                                   max_time=measure_seconds)
+    else:
+        result = coolbench.measure(victim, device=device, release="keep", isolation=arm,
+                                   max_time=measure_seconds)
     doc = result.to_dict()
     summary = doc.get("summary") or {}
     gpu = (doc.get("environment") or {}).get("gpu") or {}
     print(json.dumps({"kind": kind, "hidden_state": summary.get("hidden_state"),
                       "gpu": gpu.get("name"), "uuid": gpu.get("uuid"),
-                      "driver": gpu.get("driver_version"), "figure_ms": result.figure_ms}))
+                      "driver": gpu.get("driver_version"), "figure_ms": result.figure_ms,
+                      "rel_ci": result.rel_ci, "workload": result.workload}))
 
 
 # ---- the parent: trials and the table ------------------------------------------------------
@@ -116,6 +139,37 @@ def table(records):
     return lines
 
 
+def isolation_table(records):
+    """One row per arm: its processes' mean figure with a 95 % interval, and the ratio to the
+    clean arm's mean."""
+    lines = ["| arm | processes | figure (ms) ± 95 % CI | against clean/none | "
+             "hidden state as found | failed |", "|---|---|---|---|---|---|"]
+    means = {}
+    for arm in ARMS:
+        figures = [r["figure_ms"] for r in records
+                   if r.get("kind") == arm and not r.get("error") and r.get("figure_ms")]
+        if figures:
+            means[arm] = mean_ci(figures)
+    clean = means.get("clean/none")
+    for arm in ARMS:
+        mine = [r for r in records if r.get("kind") == arm]
+        if not mine:
+            continue
+        found = [check_at(r, "start, as found") for r in mine if not r.get("error")]
+        found = [c for c in found if c]
+        flagged = sum(1 for c in found if c.get("hidden_state"))
+        if arm in means:
+            mean, half = means[arm]
+            figure = f"{mean:.4f}" + (f" ± {half:.4f}" if half is not None else "")
+            ratio = f"{100 * (mean / clean[0] - 1):+.2f} %" if clean else "–"
+        else:
+            figure, ratio = "–", "–"
+        processes = len(mine) - sum(1 for r in mine if r.get("error"))
+        lines.append(f"| {arm} | {processes} | {figure} | {ratio} | {flagged} of {len(found)} | "
+                     f"{len(mine) - processes} |")
+    return lines
+
+
 def commit():
     if os.environ.get("COOLBENCH_COMMIT"):
         return os.environ["COOLBENCH_COMMIT"]
@@ -129,7 +183,8 @@ def commit():
 
 def run_trial(a, kind, env):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", kind, "--device", str(a.device),
-           "--form-seconds", str(a.form_seconds), "--measure-seconds", str(a.measure_seconds)]
+           "--form-seconds", str(a.form_seconds), "--measure-seconds", str(a.measure_seconds),
+           "--victim", a.victim]
     started = time.perf_counter()
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=a.timeout)
@@ -150,25 +205,35 @@ def main(argv=None):
     p.add_argument("--build", help="the build folder (its python/ holds the coolbench module)")
     p.add_argument("--device", type=int, default=0, help="CUDA ordinal (default 0)")
     p.add_argument("--trials", type=int, default=10, help="trials of each kind (default 10)")
-    p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
+    p.add_argument("--part", choices=("detect", "isolation"), default="detect",
+                   help="the detection table (default) or the isolation table")
+    p.add_argument("--kinds", nargs="+", choices=KINDS,
+                   help="detection kinds to run (default: all)")
+    p.add_argument("--arms", nargs="+", choices=ARMS, help="isolation arms to run (default: all)")
+    p.add_argument("--victim", default="gemm:fp16:gpt2-small",
+                   help="the isolation part's workload name (default gemm:fp16:gpt2-small)")
     p.add_argument("--form-seconds", type=float, default=1.5,
                    help="the forming measurement's max_time (default 1.5)")
-    p.add_argument("--measure-seconds", type=float, default=1.5,
-                   help="the judged measurement's max_time (default 1.5)")
+    p.add_argument("--measure-seconds", type=float,
+                   help="the judged measurement's max_time (default 1.5; 5 for --part isolation)")
     p.add_argument("--timeout", type=float, default=120, help="seconds a trial may take")
     p.add_argument("--budget", type=float, default=0,
                    help="stop starting trials after this many seconds (0: no limit)")
     p.add_argument("--seed", type=int, default=21, help="the shuffle's seed")
     p.add_argument("--json", help="write the trials and the table here")
     p.add_argument("--from", dest="from_file", help="print the table of an earlier --json")
-    p.add_argument("--child", choices=KINDS, help=argparse.SUPPRESS)
+    p.add_argument("--child", choices=KINDS + ARMS, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    if a.measure_seconds is None:
+        a.measure_seconds = 5.0 if a.part == "isolation" else 1.5
     if a.child:
-        child(a.child, a.device, a.form_seconds, a.measure_seconds)
+        child(a.child, a.device, a.form_seconds, a.measure_seconds, a.victim)
         return 0
     if a.from_file:
         with open(a.from_file) as f:
-            print("\n".join(table(json.load(f)["trials"])))
+            doc = json.load(f)
+        make = isolation_table if doc.get("part") == "isolation" else table
+        print("\n".join(make(doc["trials"])))
         return 0
     if a.trials < 1:
         p.error("--trials must be at least 1")
@@ -179,8 +244,9 @@ def main(argv=None):
     order = random.Random(a.seed)
     started = time.perf_counter()
     records = []
+    runs = (a.arms or list(ARMS)) if a.part == "isolation" else (a.kinds or list(KINDS))
     for round_ in range(a.trials):
-        kinds = list(a.kinds)
+        kinds = list(runs)
         order.shuffle(kinds)
         for kind in kinds:
             if a.budget and time.perf_counter() - started > a.budget:
@@ -190,22 +256,25 @@ def main(argv=None):
             record["round"] = round_ + 1
             records.append(record)
             found = check_at(record, "start, as found")
-            print(f"[{time.perf_counter() - started:6.0f} s] {kind:6s} "
+            figure = f"{record['figure_ms']:.4f} ms; " if record.get("figure_ms") else ""
+            print(f"[{time.perf_counter() - started:6.0f} s] {kind:12s} " + figure
                   + (record.get("error") or (found or {}).get("summary", "no sentinel check")),
                   flush=True)
         else:
             continue
         break
-    lines = table(records)
+    lines = isolation_table(records) if a.part == "isolation" else table(records)
     first = next((r for r in records if r.get("gpu")), {})
-    print("\n## Hidden-state detection (bench/hidden_state_trials.py)\n")
+    title = "isolation" if a.part == "isolation" else "detection"
+    print(f"\n## Hidden-state {title} (bench/hidden_state_trials.py)\n")
     print(f"GPU {first.get('gpu')} ({first.get('uuid')}), driver {first.get('driver')}, "
           f"commit {commit()}\n")
     print("\n".join(lines))
     if a.json:
         doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "gpu": first.get("gpu"), "uuid": first.get("uuid"),
-               "driver": first.get("driver"), "commit": commit(),
+               "driver": first.get("driver"), "commit": commit(), "part": a.part,
+               "victim": a.victim if a.part == "isolation" else None,
                "form_seconds": a.form_seconds, "measure_seconds": a.measure_seconds,
                "trials": records, "table": lines}
         with open(a.json, "w") as f:

@@ -66,3 +66,29 @@ def test_from_prints_the_table(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "| formed | 3 | 2 of 3 |" in done.stdout
+
+
+def test_isolation_table_compares_each_arm_with_clean(tmp_path):
+    module = load()
+
+    def figure(arm, ms, as_found=0.01):
+        record = trial(arm, as_found)
+        record["figure_ms"] = ms
+        return record
+
+    records = [figure("clean/none", 0.2000), figure("clean/none", 0.2002),
+               figure("formed/none", 0.2100, 0.05), figure("formed/none", 0.2104, 0.05),
+               figure("formed/touch", 0.2001, 0.05), {"kind": "formed/touch", "error": "exit 1"}]
+    rows = module.isolation_table(records)
+    cells = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[1:-1]] for r in rows[2:]}
+    assert list(cells) == ["clean/none", "formed/none", "formed/touch"]
+    assert cells["clean/none"][1] == "2" and cells["clean/none"][3] == "+0.00 %"
+    assert cells["formed/none"][2].startswith("0.2102 ± ")
+    assert cells["formed/none"][3] == "+5.05 %" and cells["formed/none"][4] == "2 of 2"
+    assert cells["formed/touch"][2] == "0.2001" and cells["formed/touch"][5] == "1"
+    path = tmp_path / "iso.json"
+    path.write_text(json.dumps({"part": "isolation", "trials": records}))
+    done = subprocess.run([sys.executable, str(SCRIPT), "--from", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "| formed/none | 2 | 0.2102 ± " in done.stdout
