@@ -68,17 +68,6 @@ def parse_configs(items, size):
     return [models.parse_config(k, size) for k in keys]
 
 
-def commit():
-    if os.environ.get("COOLBENCH_COMMIT"):
-        return os.environ["COOLBENCH_COMMIT"]
-    try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                             text=True, timeout=10, cwd=HERE)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 class Runner:
     """Starts the children, appends their records, keeps to the time budget."""
 
@@ -87,7 +76,7 @@ class Runner:
         self.started = time.perf_counter()
         self.records = []
         self.durations = {}
-        self.commit = commit()
+        self.commit = report.commit()
         self.env = dict(os.environ)
         paths = [HERE] + ([os.path.join(args.build, "python")] if args.build else [])
         self.env["PYTHONPATH"] = os.pathsep.join(paths + [self.env.get("PYTHONPATH", "")])

@@ -52,7 +52,7 @@ KINDS = ("formed", "large", "clean")
 ARMS = ("clean/none", "formed/none", "formed/touch")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from vs_torch_report import mean_ci  # noqa: E402  (the Student-t interval of engine_vs_torch)
+from vs_torch_report import commit, mean_ci  # noqa: E402  (as engine_vs_torch gives them)
 
 
 # ---- the child: one trial ------------------------------------------------------------------
@@ -168,17 +168,6 @@ def isolation_table(records):
         lines.append(f"| {arm} | {processes} | {figure} | {ratio} | {flagged} of {len(found)} | "
                      f"{len(mine) - processes} |")
     return lines
-
-
-def commit():
-    if os.environ.get("COOLBENCH_COMMIT"):
-        return os.environ["COOLBENCH_COMMIT"]
-    try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                             text=True, timeout=10, cwd=HERE)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 def run_trial(a, kind, env):

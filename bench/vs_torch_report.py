@@ -9,13 +9,27 @@ Records (one JSON object a line, `kind`):
 Records with `error` say what failed; the table lists them and goes on.
 """
 import math
+import os
 import statistics
+import subprocess
 
 # Student's t quantile t(0.975, df), df 1..30 (scipy.stats.t.ppf, 4 decimals).
 _T975 = [12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
          2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
          2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423]
 CI_METHOD = "Student-t 95 % over processes (mean of the processes' figures)"
+
+
+def commit():
+    """COOLBENCH_COMMIT, or `git describe --always --dirty` of this folder's checkout."""
+    if os.environ.get("COOLBENCH_COMMIT"):
+        return os.environ["COOLBENCH_COMMIT"]
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, timeout=10, cwd=os.path.dirname(os.path.abspath(__file__)))
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
 
 
 def t975(df):
