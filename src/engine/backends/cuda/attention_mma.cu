@@ -4,9 +4,10 @@
 //
 // - rows64_kernel: a block takes 64 query rows of one (batch, head), 16 a
 //   warp, and walks all its keys tile by tile, the 4 warps sharing each K
-//   and V tile. Few blocks for few heads and short sequences (GPT-2 at
-//   batch 1 and 128 tokens: 12 heads x 2 = 24 blocks on 132 SMs, each
-//   walking up to 2 tiles one after the other).
+//   and V tile, the next tile's copies in flight while they work on this
+//   one (two tiles of room). Few blocks for few heads and short sequences
+//   (GPT-2 at batch 1 and 128 tokens: 12 heads x 2 = 24 blocks on 132 SMs,
+//   each walking up to 2 tiles one after the other).
 // - split_keys_kernel: a block takes 16 query rows and its 4 warps split
 //   the keys (tiles w, w + 4, ...), each with K and V tiles of its own, so
 //   4 times as many blocks each wait out one tile's loads and products
@@ -177,15 +178,16 @@ __device__ __forceinline__ void store_rows(const mma::row_state<Dim>& r, const a
   }
 }
 
+// Three blocks an SM at head dim 64 (168 registers a thread or fewer, no spills: the second
+// tile's addresses took it to 189 and two blocks otherwise); two at 128.
 template <class T, int Dim, bool Plain>
-__global__ void __launch_bounds__(mma::k_threads, 2)
+__global__ void __launch_bounds__(mma::k_threads, Dim <= 64 ? 3 : 2)
     rows64_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
                   attention_plan p) {
   constexpr int keys = mma::keys_per_tile<Dim>, st = mma::stride<Dim>;
   extern __shared__ __align__(16) unsigned char mma_shared[];
   T* qs = reinterpret_cast<T*>(mma_shared);  // [64][st]
-  T* ks = qs + mma::k_rows * st;             // [keys][st]
-  T* vs = ks + keys * st;                    // [keys][st]
+  T* tiles = qs + mma::k_rows * st;          // two of: K [keys][st], then V [keys][st]
   const block_at at = locate(p, mma::k_rows);
   const T* kb = k + at.b * p.k_stride[0] + at.h * p.k_stride[1];
   const T* vb = v + at.b * p.v_stride[0] + at.h * p.v_stride[1];
@@ -198,16 +200,24 @@ __global__ void __launch_bounds__(mma::k_threads, 2)
   std::int64_t row_of[2];
   clamped_rows(p, at.m0 + r0, row_of);
   mma::row_state<Dim> r;
-  for (std::int64_t n0 = 0; n0 < at.end; n0 += keys) {
-    if (n0 > 0) __syncthreads();  // the previous tile's readers are done
+  const auto copy_keys = [&](std::int64_t n0, int buffer) {
+    T* ks = tiles + buffer * 2 * keys * st;
     mma::copy_tile<T, Dim, keys, mma::k_threads>(ks, kb, n0, p.sk, p.head_dim, p.k_stride[2],
                                                  threadIdx.x);
-    mma::copy_tile<T, Dim, keys, mma::k_threads>(vs, vb, n0, p.sk, p.head_dim, p.v_stride[2],
-                                                 threadIdx.x);
-    mma::wait_copies();
+    mma::copy_tile<T, Dim, keys, mma::k_threads>(ks + keys * st, vb, n0, p.sk, p.head_dim,
+                                                 p.v_stride[2], threadIdx.x);
+  };
+  if (at.end > 0) copy_keys(0, 0);  // in flight with the query rows
+  int buffer = 0;
+  for (std::int64_t n0 = 0; n0 < at.end; n0 += keys, buffer ^= 1) {
+    mma::wait_copies();  // this tile (and, the first time, the query rows)
+    // Every thread's copies of this tile are in, and every warp is done with the other
+    // buffer (the previous tile): the next tile goes there while this one is worked on.
     __syncthreads();
+    if (n0 + keys < at.end) copy_keys(n0 + keys, buffer ^ 1);
     if (n0 == 0) mma::query_fragments<T, Dim>(qs, r0, tig, qa);
-    attend_tile<T, Dim, Plain>(qa, ks, vs, n0, bias, mask, p, at, row_of, r);
+    const T* ks = tiles + buffer * 2 * keys * st;
+    attend_tile<T, Dim, Plain>(qa, ks, ks + keys * st, n0, bias, mask, p, at, row_of, r);
   }
   mma::wait_copies();  // the query rows' copies, where no key is visible to any row
   store_rows<T, Dim>(r, p, at, r0, tig, out);
@@ -308,8 +318,12 @@ void launch_kernel(const T* q, const T* k, const T* v, const T* bias, const bool
     split_keys_kernel<T, Dim, Plain>
         <<<grid, mma::k_threads, bytes, stream>>>(q, k, v, bias, mask, out, p);
   } else {
+    constexpr std::size_t bytes = mma::shared_bytes<Dim>;  // over 48 KB for head dim 128
+    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(rows64_kernel<T, Dim, Plain>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(bytes)));
     rows64_kernel<T, Dim, Plain>
-        <<<grid, mma::k_threads, mma::shared_bytes<Dim>, stream>>>(q, k, v, bias, mask, out, p);
+        <<<grid, mma::k_threads, bytes, stream>>>(q, k, v, bias, mask, out, p);
   }
   check_launch();
 }

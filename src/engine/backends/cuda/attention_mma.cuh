@@ -39,9 +39,11 @@ template <int Dim>
 inline constexpr int keys_per_tile = Dim <= 64 ? 64 : 32;
 template <int Dim>
 inline constexpr int stride = Dim + 8;
+// rows64: the 64 query rows, then two K and V tiles (the next tile copied while the warps
+// work on this one).
 template <int Dim>
 inline constexpr std::size_t shared_bytes = 2 * static_cast<std::size_t>(stride<Dim>) *
-                                            (k_rows + 2 * keys_per_tile<Dim>);
+                                            (k_rows + 4 * keys_per_tile<Dim>);
 // Split keys: 16 query rows, then a K and a V tile for each warp. The
 // partial rows merged at the end (float32 [warps][16][Dim], and each row's
 // maximum and sum) reuse the tiles' room.
