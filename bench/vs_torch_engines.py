@@ -168,10 +168,12 @@ def timer_kind(latencies_ms):
 # ---- Per-kernel time -----------------------------------------------------------------------
 
 
-def profile_kernels(fn, device, runs=20, top=15):
+def profile_kernels(fn, device, runs=20, top=15, leave_out=()):
     """Runs fn `runs` times under torch.profiler (CUPTI: every kernel and copy
     of the process, coolbench's own included) and returns the top entries by
-    device time per run: name, calls per run, µs per run, share."""
+    device time per run: name, calls per run, µs per run, share. Entries whose
+    name starts with one of `leave_out` are summed apart (left_out_us_per_run),
+    outside the total and the shares."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     on_gpu = device.startswith("cuda")
@@ -186,13 +188,15 @@ def profile_kernels(fn, device, runs=20, top=15):
             fn()
         synchronize(device)
     totals = {}
+    left_out = {}
     wanted = torch.autograd.DeviceType.CUDA if on_gpu else torch.autograd.DeviceType.CPU
     for event in prof.events():
         if event.device_type != wanted:
             continue
         if not on_gpu and event.cpu_parent is not None:
             continue  # on the CPU, top-level operators only, so nothing counts twice
-        entry = totals.setdefault(event.name, [0, 0.0])
+        aside = any(event.name.startswith(prefix) for prefix in leave_out)
+        entry = (left_out if aside else totals).setdefault(event.name, [0, 0.0])
         entry[0] += 1
         entry[1] += event.time_range.elapsed_us()
     total_us = sum(us for _, us in totals.values())
@@ -204,4 +208,6 @@ def profile_kernels(fn, device, runs=20, top=15):
             "total_us_per_run": total_us / runs,
             "calls_per_run": sum(c for c, _ in totals.values()) / runs,
             "top": rows,
-            "other_us_per_run": sum(us for _, (_, us) in rest) / runs}
+            "other_us_per_run": sum(us for _, (_, us) in rest) / runs,
+            "left_out": sorted(left_out),
+            "left_out_us_per_run": sum(us for _, us in left_out.values()) / runs}

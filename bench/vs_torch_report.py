@@ -262,7 +262,10 @@ def profiles_text(records):
         lines = [title, "",
                  f"{p['total_us_per_run']:.1f} µs of {p['activity']} time per run in "
                  f"{p['calls_per_run']:.0f} kernels and copies ({p['kinds']} kinds), "
-                 f"{p['runs']} runs under torch.profiler", "",
+                 f"{p['runs']} runs under torch.profiler"
+                 + (f"; left out: {', '.join(p['left_out'])}, {p['left_out_us_per_run']:.1f} µs "
+                    f"per run ({r.get('note') or 'not the model'})"
+                    if p.get("left_out_us_per_run") else ""), "",
                  "| kernel | calls per run | µs per run | share |", "|---|---|---|---|"]
         for k in p["top"]:
             share = f"{k['share']:.1%}" if k.get("share") is not None else "–"

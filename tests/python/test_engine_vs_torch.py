@@ -182,3 +182,25 @@ def test_hidden_state_after_table():
     text = report.hidden_state_after_table(records)
     assert "| torch_compile_ma | gpt2:fp16:1:128 | 2 | 1 of 2 | +5.3 %, +0.1 % |  |" in text
     assert "| coolbench | gpt2:fp16:1:128 | 1 | 0 of 1 | -0.2 % | 1 |" in text
+
+
+def test_profile_text_names_what_was_left_out():
+    """coolbench's profile leaves session.run's host copies out of the kernels' table."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import vs_torch_report as report
+    kernels = {"activity": "cuda", "runs": 20, "kinds": 2, "total_us_per_run": 430.0,
+               "calls_per_run": 90, "other_us_per_run": 0,
+               "top": [{"name": "nvjet_gemm", "calls_per_run": 49, "us_per_run": 315.0,
+                        "share": 315 / 430},
+                       {"name": "split_keys_kernel", "calls_per_run": 12, "us_per_run": 115.0,
+                        "share": 115 / 430}],
+               "left_out": ["Memcpy DtoH (Device -> Pageable)"], "left_out_us_per_run": 1205.6}
+    record = dict(kind="profile", engine="coolbench", config="gpt2:fp16:1:128",
+                  kernels=kernels, note="session.run's copies to and from the host left out")
+    text = report.profiles_text([record])
+    assert "430.0 µs of cuda time per run" in text
+    assert ("left out: Memcpy DtoH (Device -> Pageable), 1205.6 µs per run "
+            "(session.run's copies to and from the host left out)") in text
+    assert "| `nvjet_gemm` | 49.0 | 315.0 | 73.3% |" in text
+    del kernels["left_out"], kernels["left_out_us_per_run"]  # records from before: no such line
+    assert "left out" not in report.profiles_text([record])
