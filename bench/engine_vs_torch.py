@@ -27,7 +27,11 @@ Configurations are MODEL:DTYPE:BATCH[:SEQ[+PAST]] (gpt2:fp16:1:128;
 gpt2:fp16:8:1+128 is one token decoded after a 128-token past; vit:fp16:32),
 or a set: headline, gpt2-grid, encoders, all. Records go to the JSONL as each
 process ends, so a run cut short keeps what it measured; --from rebuilds the
-tables from such files. Needs PyTorch (CUDA), Triton, transformers, onnx and
+tables from such files. A grid too long for one call: run it again with
+--skip-done on the earlier calls' JSONL, which leaves out every configuration
+they hold --processes measures of for every engine (one cut short is measured
+whole again, so each configuration's ratios come from one run; --from pools
+every record it is given, so give it the files of whole configurations). Needs PyTorch (CUDA), Triton, transformers, onnx and
 coolbench's Python module built with the engine (--build puts BUILD/python on
 PYTHONPATH).
 """
@@ -243,6 +247,24 @@ def measure_all(runner, configs, engines):
                 runner.run("measure", label, engine=engine, configs=[c], profile=profile)
 
 
+def done_configs(paths, keys, engines, processes):
+    """The configurations (of `keys`) that the JSONL files at `paths` already hold
+    `processes` error-free measures of for every engine: a grid spread over several
+    device calls runs each configuration whole in one of them (its ratios are of one run)."""
+    counts = {}
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                r = json.loads(line)
+                if (r.get("kind") == "measure" and not r.get("error")
+                        and r.get("figure_ms") is not None):
+                    counts[(r.get("config"), r.get("engine"))] = counts.get(
+                        (r.get("config"), r.get("engine")), 0) + 1
+    return [k for k in keys if all(counts.get((k, e), 0) >= processes for e in engines)]
+
+
 def print_tables(records, stopped=None):
     rows = report.aggregate(records)
     print("\n## Engines against PyTorch\n")
@@ -286,6 +308,10 @@ def options():
     p.add_argument("--profile", nargs="*", default=[HEADLINE],
                    help="configurations profiled per kernel, by each engine's first process "
                    "after it measured (default the headline; none: --profile alone)")
+    p.add_argument("--skip-done", nargs="+", metavar="JSONL", default=[],
+                   help="skip the configurations these records already hold --processes "
+                   "error-free measures of for every engine (a grid over several calls: a "
+                   "configuration cut short is measured whole again in the next)")
     p.add_argument("--no-ceilings", dest="ceilings", action="store_false")
     p.add_argument("--hidden-state-after", action="store_true",
                    help="run `coolbench hidden-state` (BUILD/bin) after each measuring process: "
@@ -355,6 +381,18 @@ def main():
         args.profile = [c.key for c in parse_configs(args.profile, args.size)]
     except ValueError as e:
         parser.error(str(e))
+    try:
+        done = done_configs(args.skip_done, [c.key for c in configs], args.engines,
+                            args.processes)
+    except (OSError, ValueError) as e:
+        parser.error(f"--skip-done: {e}")
+    if done:
+        print(f"engine_vs_torch: skipping {len(done)} configurations done in "
+              f"{', '.join(args.skip_done)}: {' '.join(done)}")
+        configs = [c for c in configs if c.key not in done]
+        if not configs:
+            print("engine_vs_torch: nothing left to measure")
+            return 0
     os.makedirs(args.work, exist_ok=True)
     args.work = os.path.abspath(args.work)
     args.jsonl = args.jsonl or os.path.join(args.work, "records.jsonl")

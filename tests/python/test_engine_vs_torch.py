@@ -204,3 +204,28 @@ def test_profile_text_names_what_was_left_out():
     assert "| `nvjet_gemm` | 49.0 | 315.0 | 73.3% |" in text
     del kernels["left_out"], kernels["left_out_us_per_run"]  # records from before: no such line
     assert "left out" not in report.profiles_text([record])
+
+
+def test_skip_done_needs_every_engine_at_the_count(tmp_path):
+    """--skip-done: a configuration is done when the records hold --processes error-free
+    measures of every engine asked for; one cut short is measured again."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import engine_vs_torch
+    records = []
+    for engine in ("coolbench", "torch_graph"):
+        records += [dict(kind="measure", config="gpt2:fp16:1:128", engine=engine,
+                         figure_ms=0.5)] * 2
+    records.append(dict(kind="measure", config="gpt2:fp16:8:128", engine="coolbench",
+                        figure_ms=0.9))
+    records.append(dict(kind="measure", config="gpt2:fp16:8:128", engine="torch_graph",
+                        error="out of memory"))
+    records.append(dict(kind="measure", config="gpt2:fp16:8:128", engine="torch_graph",
+                        figure_ms=None))
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records) + "\n")
+    keys = ["gpt2:fp16:1:128", "gpt2:fp16:8:128", "bert:fp16:1:128"]
+    engines = ["coolbench", "torch_graph"]
+    assert engine_vs_torch.done_configs([str(path)], keys, engines, 2) == ["gpt2:fp16:1:128"]
+    assert engine_vs_torch.done_configs([str(path)], keys, engines, 3) == []
+    assert engine_vs_torch.done_configs([str(path)], keys, ["coolbench"], 1) == keys[:2]
+    assert engine_vs_torch.done_configs([], keys, engines, 1) == []
