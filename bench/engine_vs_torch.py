@@ -36,6 +36,7 @@ coolbench's Python module built with the engine (--build puts BUILD/python on
 PYTHONPATH).
 """
 import argparse
+import collections
 import json
 import os
 import random
@@ -251,18 +252,14 @@ def done_configs(paths, keys, engines, processes):
     """The configurations (of `keys`) that the JSONL files at `paths` already hold
     `processes` error-free measures of for every engine: a grid spread over several
     device calls runs each configuration whole in one of them (its ratios are of one run)."""
-    counts = {}
+    counts = collections.Counter()
     for path in paths:
         with open(path) as f:
-            for line in f:
-                if not line.strip():
-                    continue
-                r = json.loads(line)
-                if (r.get("kind") == "measure" and not r.get("error")
-                        and r.get("figure_ms") is not None):
-                    counts[(r.get("config"), r.get("engine"))] = counts.get(
-                        (r.get("config"), r.get("engine")), 0) + 1
-    return [k for k in keys if all(counts.get((k, e), 0) >= processes for e in engines)]
+            records = [json.loads(line) for line in f if line.strip()]
+        counts.update((r.get("config"), r.get("engine")) for r in records
+                      if r.get("kind") == "measure" and not r.get("error")
+                      and r.get("figure_ms") is not None)
+    return [k for k in keys if all(counts[(k, e)] >= processes for e in engines)]
 
 
 def print_tables(records, stopped=None):

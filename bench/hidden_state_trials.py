@@ -233,25 +233,22 @@ def main(argv=None):
     order = random.Random(a.seed)
     started = time.perf_counter()
     records = []
-    runs = (a.arms or list(ARMS)) if a.part == "isolation" else (a.kinds or list(KINDS))
-    for round_ in range(a.trials):
-        kinds = list(runs)
-        order.shuffle(kinds)
-        for kind in kinds:
-            if a.budget and time.perf_counter() - started > a.budget:
-                print(f"stopped by the {a.budget:.0f} s budget in round {round_ + 1}")
-                break
-            record = run_trial(a, kind, env)
-            record["round"] = round_ + 1
-            records.append(record)
-            found = check_at(record, "start, as found")
-            figure = f"{record['figure_ms']:.4f} ms; " if record.get("figure_ms") else ""
-            print(f"[{time.perf_counter() - started:6.0f} s] {kind:12s} " + figure
-                  + (record.get("error") or (found or {}).get("summary", "no sentinel check")),
-                  flush=True)
-        else:
-            continue
-        break
+    kinds = (a.arms or list(ARMS)) if a.part == "isolation" else (a.kinds or list(KINDS))
+    schedule = []  # (round, kind): every kind once a round, in a shuffled order
+    for round_ in range(1, a.trials + 1):
+        schedule += [(round_, kind) for kind in order.sample(kinds, len(kinds))]
+    for round_, kind in schedule:
+        if a.budget and time.perf_counter() - started > a.budget:
+            print(f"stopped by the {a.budget:.0f} s budget in round {round_}")
+            break
+        record = run_trial(a, kind, env)
+        record["round"] = round_
+        records.append(record)
+        found = check_at(record, "start, as found")
+        figure = f"{record['figure_ms']:.4f} ms; " if record.get("figure_ms") else ""
+        print(f"[{time.perf_counter() - started:6.0f} s] {kind:12s} " + figure
+              + (record.get("error") or (found or {}).get("summary", "no sentinel check")),
+              flush=True)
     lines = isolation_table(records) if a.part == "isolation" else table(records)
     first = next((r for r in records if r.get("gpu")), {})
     title = "isolation" if a.part == "isolation" else "detection"
