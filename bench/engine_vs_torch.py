@@ -111,7 +111,7 @@ class Runner:
         a = self.args
         cmd = [sys.executable, os.path.abspath(__file__), "--child", child, "--work", a.work,
                "--device", a.device, "--size", a.size, "--commit", self.commit,
-               "--max-time", str(a.max_time), "--rel-ci", str(a.rel_ci)]
+               "--max-time", str(max_time_for(configs, a.max_time)), "--rel-ci", str(a.rel_ci)]
         if a.min_time is not None:
             cmd += ["--min-time", str(a.min_time)]
         if a.min_samples is not None:
@@ -226,6 +226,23 @@ def prepare(runner, configs, engines):
         runner.finish(child, handle, label)
 
 
+# A forward of this many tokens or more is power-bound on an H100: its cold bursts end after a
+# few samples at the cap, so 10 s may hold none (BERT at 32 x 128, 2026-12-06: 2 of 4 PyTorch
+# processes kept no sample in 10 s; coolbench's kept 31 and 41).
+HEAVY_TOKENS = 2048
+MAX_TIME, MAX_TIME_HEAVY = 10.0, 30.0
+
+
+def max_time_for(configs, asked=None):
+    """coolbench.measure's max_time for a child: what --max-time asked, else 10 s, or 30 s when
+    a configuration runs HEAVY_TOKENS tokens or more a forward (batch x sequence; ViT's
+    patches)."""
+    if asked is not None:
+        return asked
+    heavy = any(c.batch * c.seq >= HEAVY_TOKENS for c in configs)
+    return MAX_TIME_HEAVY if heavy else MAX_TIME
+
+
 def measure_all(runner, configs, engines):
     a = runner.args
     rng = random.Random(a.seed)
@@ -315,9 +332,10 @@ def options():
                    "whether it left the GPU in a state no sensor shows; its touch clears it "
                    "for the next process (about a second each)")
     p.add_argument("--device", default="cuda:0")
-    p.add_argument("--max-time", type=float, default=10.0,
-                   help="coolbench.measure's max_time per process, seconds (default 10; the "
-                   "warm-up may take up to 5 of them)")
+    p.add_argument("--max-time", type=float,
+                   help="coolbench.measure's max_time per process, seconds (default 10, and 30 "
+                   f"for configurations of {HEAVY_TOKENS} tokens or more a forward, which the "
+                   "power cap cuts into short bursts; the warm-up may take up to 5 of them)")
     p.add_argument("--min-time", type=float, help="coolbench.measure's min_time")
     p.add_argument("--min-samples", type=int, help="coolbench.measure's min_samples")
     p.add_argument("--rel-ci", type=float, default=0.005)

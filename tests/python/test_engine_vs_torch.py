@@ -229,3 +229,22 @@ def test_skip_done_needs_every_engine_at_the_count(tmp_path):
     assert engine_vs_torch.done_configs([str(path)], keys, engines, 3) == []
     assert engine_vs_torch.done_configs([str(path)], keys, ["coolbench"], 1) == keys[:2]
     assert engine_vs_torch.done_configs([], keys, engines, 1) == []
+
+
+def test_max_time_longer_for_power_bound_configurations():
+    """A forward of 2,048 tokens or more gets 30 s (the power cap cuts its cold bursts short:
+    BERT 32 x 128 kept no sample in 10 s in 2 of 4 PyTorch processes); --max-time wins."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import engine_vs_torch
+    import vs_torch_models as models
+    light = [models.parse_config(k) for k in ("gpt2:fp16:1:128", "gpt2:fp16:8:128",
+                                              "gpt2:fp16:1:1024", "gpt2:fp16:8:1+128")]
+    heavy = [models.parse_config(k) for k in ("bert:fp16:32:128", "gpt2:bf16:8:1024")]
+    heavy.append(models.Config("vit", "fp16", 32, 197))  # vit:fp16:32 (parsing it needs transformers)
+    for c in light:
+        assert engine_vs_torch.max_time_for([c]) == 10.0, c.key
+    for c in heavy:
+        assert engine_vs_torch.max_time_for([c]) == 30.0, c.key
+    assert engine_vs_torch.max_time_for([]) == 10.0
+    assert engine_vs_torch.max_time_for(heavy, 12.5) == 12.5
+    assert engine_vs_torch.max_time_for(light + heavy[:1]) == 30.0
