@@ -14,10 +14,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "coolbench/core/error.hpp"
 #include "coolbench/device.hpp"
 #include "engine/backends/cuda/backend.hpp"
+#include "engine/backends/cuda/ew_jit.hpp"
 #include "engine/backends/cuda/fused_kernels.hpp"
 #include "engine/backends/registry.hpp"
 #include "engine/fusion_cases.hpp"
@@ -313,14 +315,13 @@ TEST(cuda_fusion, layer_norm_kernel_on_any_alignment_and_width) {
   }
 }
 
-TEST(cuda_fusion, elementwise_programs_match_the_cpu) {
-  COOLBENCH_REQUIRE_GPU("the CUDA backend");
+void check_elementwise_programs(const std::string& how) {
   for (const dtype type : k_floats) {
     // c and the mask along the last dim (a row broadcast: two dims after
     // merging, 32-bit index math).
     for (const shape_t& shape : std::vector<shape_t>{{1}, {3, 4, 10}, {2, 1, 3, 17}, {256, 4099}}) {
       check(elementwise_graph(type, shape), "elementwise",
-            std::string(to_string(type)) + " " + to_string(shape));
+            how + std::string(to_string(type)) + " " + to_string(shape));
     }
     // Every input of the output's shape (dense: offsets without division),
     // a scalar, a column broadcast, a broadcast in the middle, and odd sizes.
@@ -329,12 +330,34 @@ TEST(cuda_fusion, elementwise_programs_match_the_cpu) {
         {{5, 33}, {5, 1}},           {{4, 3, 17}, {4, 1, 17}}, {{2, 1, 3, 17}, {2, 1, 3, 17}},
         {{1000, 1001}, {1000, 1001}}};
     for (const auto& [shape, side] : sides) {
-      check(elementwise_graph(type, shape, side), "elementwise",
-            std::string(to_string(type)) + " " + to_string(shape) + " side " + to_string(side));
+      check(
+          elementwise_graph(type, shape, side), "elementwise",
+          how + std::string(to_string(type)) + " " + to_string(shape) + " side " + to_string(side));
     }
     check(gemm_graph(type, {4, 8}, 8, "almost_gelu"), "elementwise",
-          std::string(to_string(type)) + " GELU-like chain after a product");
+          how + std::string(to_string(type)) + " GELU-like chain after a product");
   }
+}
+
+TEST(cuda_fusion, elementwise_programs_match_the_cpu) {
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  check_elementwise_programs("interpreted ");
+}
+
+// The same programs as kernels generated per program (COOLBENCH_EW_JIT=1, ew_jit.hpp).
+TEST(cuda_fusion, generated_elementwise_kernels_match_the_cpu) {
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  ASSERT_EQ(setenv("COOLBENCH_EW_JIT", "1", 1), 0);
+  struct unset {
+    ~unset() { unsetenv("COOLBENCH_EW_JIT"); }
+  } restore;
+  // Made at all (not the interpreter's fallback passing in its place).
+  ew_program gelu;
+  gelu.code = {{ew_op::load, 0, 0, 0, 0, ew_round::none},
+               {ew_op::gelu_erf, 1, 0, 0, 0, ew_round::half}};
+  cuda::ew_jit_signature signature{{dtype::float16}, dtype::float16, 1, true, true};
+  ASSERT_NE(cuda::ew_jit_kernel(gelu, signature, nullptr), nullptr) << cuda::ew_jit_last_failure();
+  check_elementwise_programs("generated ");
 }
 
 TEST(cuda_fusion, exported_models_match_the_cpu_fused) {

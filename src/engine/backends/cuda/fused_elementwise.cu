@@ -7,8 +7,10 @@
 // (plan_elementwise, launch_shapes.hpp): where every operand is dense or
 // broadcast whole, the offsets are the index itself, with no division;
 // elsewhere the coordinates cost a division a merged dim, in 32 bits where
-// the sizes allow.
+// the sizes allow. With COOLBENCH_EW_JIT=1 each program runs as a kernel of
+// its own instead, generated and compiled at run time (ew_jit.hpp).
 #include "engine/backends/cuda/common.cuh"
+#include "engine/backends/cuda/ew_jit.hpp"
 #include "engine/backends/cuda/fused_kernels.hpp"
 #include "engine/backends/cuda/launch_shapes.hpp"
 
@@ -128,6 +130,28 @@ void launch_fused_elementwise(const ew_program& program, const ew_operand* opera
   p.out_type = out_type;
   const unsigned grid = grid_for(p.count);
   const cudaStream_t s = as_stream(stream);
+  // The program as its own kernel when the generated kernels are on (ew_jit.hpp).
+  ew_jit_signature signature{{}, out_type, l.rank, l.dense, l.narrow};
+  for (int k = 0; k < operand_count; ++k) signature.inputs.push_back(operands[k].type);
+  if (void* kernel = ew_jit_kernel(program, signature, stream)) {
+    ew_jit_params jp{};
+    for (int k = 0; k < operand_count; ++k) {
+      jp.data[k] = p.data[k];
+      for (int d = 0; d < k_max_rank; ++d) jp.stride[k][d] = p.stride[k][d];
+    }
+    for (int d = 0; d < k_max_rank; ++d) jp.shape[d] = p.shape[d];
+    jp.count = p.count;
+    jp.out = out;
+    jp.rank = p.rank;
+    void* arguments[] = {&jp};
+    const cudaError_t launched = cudaLaunchKernel(static_cast<const void*>(kernel), dim3(grid),
+                                                  dim3(k_block), arguments, 0, s);
+    if (launched == cudaSuccess) return;
+    // A launch refused (not a fault of earlier work, which would be sticky and shows below):
+    // the interpreter runs this program from now on.
+    (void)cudaGetLastError();
+    ew_jit_drop(kernel, cudaGetErrorString(launched));
+  }
   if (l.dense && l.narrow) {
     fused_elementwise_kernel<true, std::uint32_t><<<grid, k_block, 0, s>>>(p);
   } else if (l.dense) {
