@@ -33,8 +33,19 @@ a context under another runtime's memory; that is why the protocol's default is 
 The table gives each arm's mean over its processes with a Student-t 95 % interval and its
 ratio to clean/none. Target: each isolated arm within 0.3 % of clean.
 
+--part paired: the same comparison inside one context, which the per-context lottery (one
+process's figure scatters by 1.7 % around its arm's, §15) cannot blur. Each trial a fresh process
+measures the victim (isolation "touch"), then prepares, then measures it again in the same
+context; its figure is the second measurement over the first:
+  paired/control  nothing in between, the second measured with "touch": what measuring twice does
+  paired/none     the state formed in between, the second with "none"
+  paired/touch    the state formed in between, the second with "touch"
+The table gives each arm's mean ratio with a Student-t 95 % interval and its difference from the
+control's. Target: paired/touch within 0.3 % of paired/control.
+
   python3 bench/hidden_state_trials.py --build build [--trials 10] [--json FILE]
   python3 bench/hidden_state_trials.py --build build --part isolation [--trials 10] [--json FILE]
+  python3 bench/hidden_state_trials.py --build build --part paired [--trials 10] [--json FILE]
   python3 bench/hidden_state_trials.py --from FILE     # the table again, no GPU
 
 Needs PyTorch with CUDA and coolbench's Python module (--build puts BUILD/python on the path).
@@ -50,6 +61,7 @@ import time
 
 KINDS = ("formed", "large", "clean")
 ARMS = ("clean/none", "formed/none", "formed/touch")
+PAIRED = ("paired/control", "paired/none", "paired/touch")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from vs_torch_report import commit, mean_ci  # noqa: E402  (as engine_vs_torch gives them)
@@ -59,8 +71,9 @@ from vs_torch_report import commit, mean_ci  # noqa: E402  (as engine_vs_torch g
 
 
 def child(kind, device, form_seconds, measure_seconds, victim=None):
-    """One trial. `kind` is a detection kind, or an isolation arm 'PREP/ISOLATION' that
-    measures `victim` instead of the small GEMM."""
+    """One trial. `kind` is a detection kind, an isolation arm 'PREP/ISOLATION' that
+    measures `victim` instead of the small GEMM, or a paired arm that measures `victim` before
+    and after (its record's first_ms and figure_ms)."""
     import torch
     import coolbench
 
@@ -73,29 +86,42 @@ def child(kind, device, form_seconds, measure_seconds, victim=None):
         torch.matmul(x, w)
 
     prepare, _, arm = kind.partition("/")
-    if prepare == "formed":
-        coolbench.measure(small_gemm, device=device, release="keep", isolation="none",
-                          max_time=form_seconds)
-    elif kind == "large":
-        a = torch.randn(8192, 8192, device=f"cuda:{device}", dtype=torch.bfloat16)
-        b = torch.randn_like(a)
-        for _ in range(3):
-            torch.matmul(a, b)
-        torch.cuda.synchronize()
-        del a, b
-    if not arm:
-        result = coolbench.measure(small_gemm, device=device, release="keep", isolation="touch",
+    first = None
+    if prepare == "paired":
+        # The victim once clean, in the context the second measurement keeps.
+        first = coolbench.measure(victim, device=device, release="keep", isolation="touch",
+                                  max_time=measure_seconds)
+        if arm != "control":
+            coolbench.measure(small_gemm, device=device, release="keep", isolation="none",
+                              max_time=form_seconds)
+        result = coolbench.measure(victim, device=device, release="keep",
+                                   isolation="none" if arm == "none" else "touch",
                                    max_time=measure_seconds)
     else:
-        result = coolbench.measure(victim, device=device, release="keep", isolation=arm,
-                                   max_time=measure_seconds)
+        if prepare == "formed":
+            coolbench.measure(small_gemm, device=device, release="keep", isolation="none",
+                              max_time=form_seconds)
+        elif kind == "large":
+            a = torch.randn(8192, 8192, device=f"cuda:{device}", dtype=torch.bfloat16)
+            b = torch.randn_like(a)
+            for _ in range(3):
+                torch.matmul(a, b)
+            torch.cuda.synchronize()
+            del a, b
+        if not arm:
+            result = coolbench.measure(small_gemm, device=device, release="keep",
+                                       isolation="touch", max_time=measure_seconds)
+        else:
+            result = coolbench.measure(victim, device=device, release="keep", isolation=arm,
+                                       max_time=measure_seconds)
     doc = result.to_dict()
     summary = doc.get("summary") or {}
     gpu = (doc.get("environment") or {}).get("gpu") or {}
     print(json.dumps({"kind": kind, "hidden_state": summary.get("hidden_state"),
                       "gpu": gpu.get("name"), "uuid": gpu.get("uuid"),
                       "driver": gpu.get("driver_version"), "figure_ms": result.figure_ms,
-                      "rel_ci": result.rel_ci, "workload": result.workload}))
+                      "rel_ci": result.rel_ci, "workload": result.workload,
+                      "first_ms": first.figure_ms if first is not None else None}))
 
 
 # ---- the parent: trials and the table ------------------------------------------------------
@@ -170,6 +196,42 @@ def isolation_table(records):
     return lines
 
 
+def paired_table(records):
+    """One row per paired arm: the mean of its processes' second/first ratios with a 95 %
+    interval, and that mean's difference from the control arm's."""
+    lines = ["| arm | processes | second / first − 1, ± 95 % CI | against paired/control | "
+             "hidden state as found (second) | failed |", "|---|---|---|---|---|---|"]
+    ratios = {}
+    for arm in PAIRED:
+        values = [r["figure_ms"] / r["first_ms"] - 1 for r in records
+                  if r.get("kind") == arm and not r.get("error") and r.get("figure_ms")
+                  and r.get("first_ms")]
+        if values:
+            ratios[arm] = mean_ci(values)
+    control = ratios.get("paired/control")
+    for arm in PAIRED:
+        mine = [r for r in records if r.get("kind") == arm]
+        if not mine:
+            continue
+        found = [check_at(r, "start, as found") for r in mine if not r.get("error")]
+        found = [c for c in found if c]
+        flagged = sum(1 for c in found if c.get("hidden_state"))
+        if arm in ratios:
+            mean, half = ratios[arm]
+            cell = f"{100 * mean:+.2f} %" + (f" ± {100 * half:.2f}" if half is not None else "")
+            against = f"{100 * (mean - control[0]):+.2f} %" if control else "–"
+        else:
+            cell, against = "–", "–"
+        processes = len(mine) - sum(1 for r in mine if r.get("error"))
+        lines.append(f"| {arm} | {processes} | {cell} | {against} | {flagged} of {len(found)} | "
+                     f"{len(mine) - processes} |")
+    return lines
+
+
+TABLES = {"detect": table, "isolation": isolation_table, "paired": paired_table}
+TITLES = {"detect": "detection", "isolation": "isolation", "paired": "isolation in one context"}
+
+
 def run_trial(a, kind, env):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", kind, "--device", str(a.device),
            "--form-seconds", str(a.form_seconds), "--measure-seconds", str(a.measure_seconds),
@@ -194,35 +256,37 @@ def main(argv=None):
     p.add_argument("--build", help="the build folder (its python/ holds the coolbench module)")
     p.add_argument("--device", type=int, default=0, help="CUDA ordinal (default 0)")
     p.add_argument("--trials", type=int, default=10, help="trials of each kind (default 10)")
-    p.add_argument("--part", choices=("detect", "isolation"), default="detect",
-                   help="the detection table (default) or the isolation table")
+    p.add_argument("--part", choices=tuple(TABLES), default="detect",
+                   help="the detection table (default), the isolation table, or the isolation "
+                   "table in one context")
     p.add_argument("--kinds", nargs="+", choices=KINDS,
                    help="detection kinds to run (default: all)")
-    p.add_argument("--arms", nargs="+", choices=ARMS, help="isolation arms to run (default: all)")
+    p.add_argument("--arms", nargs="+", choices=ARMS + PAIRED,
+                   help="arms of --part isolation or paired to run (default: the part's all)")
     p.add_argument("--victim", default="gemm:fp16:gpt2-small",
-                   help="the isolation part's workload name (default gemm:fp16:gpt2-small)")
+                   help="the isolation and paired parts' workload name (default gemm:fp16:gpt2-small)")
     p.add_argument("--form-seconds", type=float, default=1.5,
                    help="the forming measurement's max_time (default 1.5)")
     p.add_argument("--measure-seconds", type=float,
-                   help="the judged measurement's max_time (default 1.5; 5 for --part isolation)")
+                   help="the judged measurement's max_time (default 1.5; 5 for --part isolation "
+                   "and paired)")
     p.add_argument("--timeout", type=float, default=120, help="seconds a trial may take")
     p.add_argument("--budget", type=float, default=0,
                    help="stop starting trials after this many seconds (0: no limit)")
     p.add_argument("--seed", type=int, default=21, help="the shuffle's seed")
     p.add_argument("--json", help="write the trials and the table here")
     p.add_argument("--from", dest="from_file", help="print the table of an earlier --json")
-    p.add_argument("--child", choices=KINDS + ARMS, help=argparse.SUPPRESS)
+    p.add_argument("--child", choices=KINDS + ARMS + PAIRED, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.measure_seconds is None:
-        a.measure_seconds = 5.0 if a.part == "isolation" else 1.5
+        a.measure_seconds = 1.5 if a.part == "detect" else 5.0
     if a.child:
         child(a.child, a.device, a.form_seconds, a.measure_seconds, a.victim)
         return 0
     if a.from_file:
         with open(a.from_file) as f:
             doc = json.load(f)
-        make = isolation_table if doc.get("part") == "isolation" else table
-        print("\n".join(make(doc["trials"])))
+        print("\n".join(TABLES[doc.get("part") or "detect"](doc["trials"])))
         return 0
     if a.trials < 1:
         p.error("--trials must be at least 1")
@@ -233,7 +297,13 @@ def main(argv=None):
     order = random.Random(a.seed)
     started = time.perf_counter()
     records = []
-    kinds = (a.arms or list(ARMS)) if a.part == "isolation" else (a.kinds or list(KINDS))
+    if a.part == "detect":
+        kinds = a.kinds or list(KINDS)
+    else:
+        arms = ARMS if a.part == "isolation" else PAIRED
+        kinds = [arm for arm in (a.arms or arms) if arm in arms]
+        if not kinds:
+            p.error(f"--arms: none of them belongs to --part {a.part} ({', '.join(arms)})")
     schedule = []  # (round, kind): every kind once a round, in a shuffled order
     for round_ in range(1, a.trials + 1):
         schedule += [(round_, kind) for kind in order.sample(kinds, len(kinds))]
@@ -246,12 +316,14 @@ def main(argv=None):
         records.append(record)
         found = check_at(record, "start, as found")
         figure = f"{record['figure_ms']:.4f} ms; " if record.get("figure_ms") else ""
+        if record.get("first_ms") and record.get("figure_ms"):
+            figure = f"{record['first_ms']:.4f} -> {record['figure_ms']:.4f} ms; "
         print(f"[{time.perf_counter() - started:6.0f} s] {kind:12s} " + figure
               + (record.get("error") or (found or {}).get("summary", "no sentinel check")),
               flush=True)
-    lines = isolation_table(records) if a.part == "isolation" else table(records)
+    lines = TABLES[a.part](records)
     first = next((r for r in records if r.get("gpu")), {})
-    title = "isolation" if a.part == "isolation" else "detection"
+    title = TITLES[a.part]
     print(f"\n## Hidden-state {title} (bench/hidden_state_trials.py)\n")
     print(f"GPU {first.get('gpu')} ({first.get('uuid')}), driver {first.get('driver')}, "
           f"commit {commit()}\n")
@@ -260,7 +332,7 @@ def main(argv=None):
         doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "gpu": first.get("gpu"), "uuid": first.get("uuid"),
                "driver": first.get("driver"), "commit": commit(), "part": a.part,
-               "victim": a.victim if a.part == "isolation" else None,
+               "victim": a.victim if a.part != "detect" else None,
                "form_seconds": a.form_seconds, "measure_seconds": a.measure_seconds,
                "trials": records, "table": lines}
         with open(a.json, "w") as f:

@@ -92,3 +92,41 @@ def test_isolation_table_compares_each_arm_with_clean(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "| formed/none | 2 | 0.2102 ± " in done.stdout
+
+
+def test_paired_table_compares_each_arm_with_the_control(tmp_path):
+    module = load()
+
+    def pair(arm, first, second, as_found=0.01):
+        record = trial(arm, as_found)
+        record["first_ms"], record["figure_ms"] = first, second
+        return record
+
+    records = [pair("paired/control", 0.2000, 0.2002), pair("paired/control", 0.2100, 0.2098),
+               pair("paired/none", 0.2000, 0.2066), pair("paired/none", 0.2100, 0.2170),
+               pair("paired/touch", 0.2000, 0.2004, 0.045), {"kind": "paired/touch",
+                                                             "error": "exit 1"}]
+    rows = module.paired_table(records)
+    cells = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[1:-1]] for r in rows[2:]}
+    assert list(cells) == ["paired/control", "paired/none", "paired/touch"]
+    # control: +0.10 % and -0.0952 %: mean +0.0024 %
+    assert cells["paired/control"][1] == "2" and cells["paired/control"][2].startswith("+0.00 % ± ")
+    assert cells["paired/control"][3] == "+0.00 %"
+    # none: +3.30 % and +3.333 %: mean +3.317 %, against the control +3.31 %
+    assert cells["paired/none"][2].startswith("+3.32 % ± ")
+    assert cells["paired/none"][3] == "+3.31 %"
+    assert cells["paired/touch"][2] == "+0.20 %" and cells["paired/touch"][4] == "1 of 1"
+    assert cells["paired/touch"][5] == "1"
+    path = tmp_path / "paired.json"
+    path.write_text(json.dumps({"part": "paired", "trials": records}))
+    done = subprocess.run([sys.executable, str(SCRIPT), "--from", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "| paired/none | 2 | +3.32 % ± " in done.stdout
+
+
+def test_arms_of_another_part_are_refused():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--part", "paired", "--arms",
+                           "clean/none"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "none of them belongs to --part paired" in done.stderr
