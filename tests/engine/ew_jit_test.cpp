@@ -8,10 +8,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "coolbench/core/error.hpp"
+#include "coolbench/engine/session.hpp"
+#include "engine/backends/cuda/fused_kernels.hpp"
+#include "engine/backends/cuda/launch_shapes.hpp"
+#include "engine/fusion/fusion.hpp"
+#include "engine/fusion_cases.hpp"
 
 namespace coolbench::engine::cuda {
 namespace {
@@ -132,6 +139,93 @@ TEST(ew_jit, the_ops_header_is_embedded) {
   const std::string text = ew_ops_header_text();
   EXPECT_NE(text.find("ew_apply"), std::string::npos);
   EXPECT_NE(text.find("__CUDACC_RTC__"), std::string::npos);
+}
+
+// A fusion target that takes every fused op (the CUDA backend needs a GPU to
+// be made): the passes rewrite the exports as they would for it, or more.
+class fusing_target final : public backend {
+ public:
+  fusing_target() : m_cpu(make_backend("cpu")) {}
+  std::string_view name() const noexcept override { return "fusing"; }
+  std::string describe() const override { return "fusing"; }
+  bool supports(const node& n) const override {
+    return n.domain == k_fused_domain || m_cpu->supports(n);
+  }
+  void run(const node& n, std::span<const tensor* const>, std::span<tensor>) override {
+    throw invalid_argument("fusing_target runs nothing: " + n.op_type);
+  }
+
+ private:
+  std::unique_ptr<backend> m_cpu;
+};
+
+// Each input's element strides over the output's dims (0 where broadcast), as
+// fused_elementwise (fused_ops.cpp) gives them to the launch.
+ew_jit_signature signature_of(const node& n, const graph& g,
+                              const std::map<std::string, shape_info>& shapes) {
+  const shape_t out = n.get<std::vector<std::int64_t>>("shape");
+  std::int64_t strides[k_ew_max_inputs][k_max_rank] = {};
+  ew_jit_signature signature;
+  signature.out = static_cast<dtype>(n.get<std::int64_t>("output_type"));
+  for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+    // A value of the graph before fusion, or an initializer a pass made.
+    const auto known = shapes.find(n.inputs[k]);
+    const auto made = g.initializers.find(n.inputs[k]);
+    if (known == shapes.end() && made == g.initializers.end()) {
+      ADD_FAILURE() << n.name << ": no shape for input " << n.inputs[k];
+      return signature;
+    }
+    signature.inputs.push_back(known != shapes.end() ? known->second.type : made->second.type());
+    const shape_t in = known != shapes.end() ? known->second.static_shape() : made->second.shape();
+    std::int64_t step = 1;
+    for (std::size_t d = in.size(); d-- > 0;) {
+      strides[k][out.size() - in.size() + d] = in[d] == 1 ? 0 : step;
+      step *= in[d];
+    }
+  }
+  const ew_layout l = plan_elementwise(out.data(), static_cast<int>(out.size()), strides,
+                                       static_cast<int>(n.inputs.size()));
+  signature.rank = l.rank;
+  signature.dense = l.dense;
+  signature.narrow = l.narrow;
+  return signature;
+}
+
+// The programs the exports in tests/data/models fuse into (FusedElementwise
+// nodes, and the bias and activation a FusedGemm runs after its product when
+// cuBLASLt's epilogue cannot), each compiled as the launch would ask for it.
+TEST(ew_jit, the_programs_of_the_exported_models_compile) {
+  std::set<std::string> sources;
+  for (const auto& c : fusion_cases::model_cases()) {
+    SCOPED_TRACE(c.folder);
+    graph g = load_onnx(fusion_cases::model_path(c));
+    fold_constants(g, c.bound);
+    remove_dead_nodes(g);
+    const auto shapes = infer_shapes(g, c.bound);
+    fusing_target target;
+    (void)fuse_for_backend(g, fusion_context{shapes, target});
+    for (const node& n : g.nodes) {
+      if (n.domain != k_fused_domain) continue;
+      if (n.op_type == "FusedElementwise") {
+        sources.insert(ew_jit_source(ew_from_attributes(n), signature_of(n, g, shapes)));
+      } else if (n.op_type == "FusedGemm") {
+        const auto activation = n.get<std::string>("activation", "none");
+        const auto out = shapes.find(n.outputs.at(0));
+        const dtype type = out != shapes.end() ? out->second.type : dtype::float32;
+        const bool bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+        for (const dtype t : {type, dtype::float16, dtype::bfloat16}) {
+          sources.insert(ew_jit_source(bias_activation_program(t, bias, activation),
+                                       {{t, t}, t, 2, false, true}));
+        }
+      }
+    }
+  }
+  EXPECT_GE(sources.size(), 5U);
+  for (const std::string& source : sources) {
+    const ew_compiled compiled = ew_jit_compile(source, 90);
+    EXPECT_FALSE(compiled.cubin.empty()) << compiled.log << "\n" << source;
+  }
+  std::printf("%zu distinct programs compiled\n", sources.size());
 }
 
 TEST(ew_jit, off_unless_asked) {

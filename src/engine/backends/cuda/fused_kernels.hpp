@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "coolbench/engine/tensor.hpp"
 #include "engine/backends/cuda/kernels.hpp"
@@ -26,6 +27,12 @@ struct ew_operand {
   dtype type = dtype::float32;
   std::int64_t stride[k_max_rank] = {};
 };
+
+/// The program a FusedGemm runs after its product when cuBLASLt's epilogue
+/// cannot do the bias and activation ("relu", "gelu_erf", "gelu_tanh" or
+/// "none"): y = act(y + bias), each step rounded as `type` stores it.
+[[nodiscard]] ew_program bias_activation_program(dtype type, bool bias,
+                                                 const std::string& activation);
 
 /// out (of `out_type`, the output shape `shape` of `rank` dims, dense) =
 /// the program evaluated per element over the operands.

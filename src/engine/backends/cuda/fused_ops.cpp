@@ -9,6 +9,24 @@
 #include "engine/fusion/fusion.hpp"
 
 namespace coolbench::engine::cuda {
+
+ew_program bias_activation_program(dtype type, bool bias, const std::string& activation) {
+  const ew_round round = ew_round_for(type);
+  ew_program program;
+  program.code.push_back({ew_op::load, 0, 0, 0, 0, ew_round::none});
+  if (bias) {
+    program.code.push_back({ew_op::load, 1, 1, 0, 0, ew_round::none});
+    program.code.push_back({ew_op::add, 0, 0, 1, 0, round});
+  }
+  if (activation != "none") {
+    const ew_op op = activation == "relu"       ? ew_op::relu
+                     : activation == "gelu_erf" ? ew_op::gelu_erf
+                                                : ew_op::gelu_tanh;
+    program.code.push_back({op, 0, 0, 0, 0, round});
+  }
+  return program;
+}
+
 namespace {
 
 void require_type(const op_call& call, const tensor& t, dtype type, const char* what) {
@@ -34,19 +52,7 @@ blas_activation activation_for(const op_call& call, const std::string& activatio
 // cuBLASLt has no algorithm with its own.
 void bias_and_activation(const op_call& call, tensor& y, const tensor* bias,
                          const std::string& activation) {
-  const ew_round round = ew_round_for(y.type());
-  ew_program program;
-  program.code.push_back({ew_op::load, 0, 0, 0, 0, ew_round::none});
-  if (bias != nullptr) {
-    program.code.push_back({ew_op::load, 1, 1, 0, 0, ew_round::none});
-    program.code.push_back({ew_op::add, 0, 0, 1, 0, round});
-  }
-  if (activation != "none") {
-    const ew_op op = activation == "relu"       ? ew_op::relu
-                     : activation == "gelu_erf" ? ew_op::gelu_erf
-                                                : ew_op::gelu_tanh;
-    program.code.push_back({op, 0, 0, 0, 0, round});
-  }
+  const ew_program program = bias_activation_program(y.type(), bias != nullptr, activation);
   const std::int64_t n = y.shape().back();
   const std::int64_t shape[] = {y.size() / n, n};
   ew_operand operands[2];
