@@ -7,6 +7,7 @@
 #                                         kernels-bench telemetry-bench
 #                                         thermal-latency thermal-power contexts foreign
 #                                         models engine-vs-torch lottery hidden-state
+#                                         ew-jit hidden-state-paired
 #                                         (default: the first six)
 # COOLBENCH_BUILD_TARGETS (space-separated) builds only those targets, for a short call.
 # models: the small PyTorch exports on CPU and CUDA (ctest conformance_torch_models*)
@@ -180,6 +181,24 @@ if want hidden-state; then
   echo "rc=$?" >>"$out/isolation.md"
   grep -vE "^(detection|trial)" "$out/detect.md" | tail -30
   tail -25 "$out/isolation.md"
+fi
+if want ew-jit; then
+  # The elementwise programs as generated kernels (COOLBENCH_EW_JIT=1, docs/engine.md) against
+  # the interpreter: the elementwise cases both ways against the CPU, then coolbench alone on
+  # BERT 32 x 128 (the GELU after each FFN product) with each, profiled per kernel.
+  build/tests/engine/cuda_fusion_test --gtest_filter='*elementwise*' >"$out/ew-jit-tests.txt" 2>&1
+  echo "cuda_fusion_test (elementwise) exit code $?" | tee -a "$out/ew-jit-tests.txt"
+  for jit in 0 1; do
+    COOLBENCH_EW_JIT=$jit python3 bench/engine_vs_torch.py --build build --engines coolbench \
+      --configs bert:fp16:32:128 --profile bert:fp16:32:128 --processes 2 --no-ceilings \
+      --work "${TMPDIR:-/tmp}/coolbench-evt" --jsonl "$out/ew-jit-$jit.jsonl" \
+      --log "$out/ew-jit-children.log" 2>&1 | tee "$out/ew-jit-$jit.md" | grep -E "^\| coolbench|fused_elementwise|\[ "
+  done
+fi
+if want hidden-state-paired; then
+  # Isolation inside one context (docs/perf/hidden-state.md, "To run next"): 30 fresh processes.
+  python3 bench/hidden_state_trials.py --build build --part paired --trials 10 \
+    --json "$out/paired.json" 2>&1 | tee "$out/paired.md" | tail -8
 fi
 if want thermal-latency; then
   # GPT-2 small's 48 layer GEMMs at sequence 128: latency-bound, barely heats,
