@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <set>
@@ -90,6 +91,66 @@ TEST(ew_jit, every_dtype_layout_and_rounding_compiles) {
     expect_compiles(program_of(round),
                     {{dtype::float16, dtype::boolean}, dtype::float16, 2, false, true}, "rounding");
   }
+}
+
+TEST(ew_jit, vectors_of_every_dtype_compile) {
+  // y = where(mask, x, scalar): x a vector input, the mask too, the scalar read once.
+  ew_program program;
+  program.code = {op(ew_op::load, 0, 0), op(ew_op::load, 1, 1), op(ew_op::load, 2, 2),
+                  op(ew_op::where, 3, 1, 0, 2)};
+  for (const dtype type :
+       {dtype::float32, dtype::float16, dtype::bfloat16, dtype::int64, dtype::int32}) {
+    for (const dtype out : {dtype::float32, dtype::float16, dtype::boolean}) {
+      ew_jit_signature signature{{type, dtype::boolean, type}, out, 1, true, true};
+      signature.scalar = 1U << 2;
+      const std::size_t widest = std::max(size_of(type), size_of(out));
+      for (int vector = 2; vector <= static_cast<int>(16 / widest); vector *= 2) {
+        signature.vector = vector;
+        expect_compiles(program, signature,
+                        std::string(to_string(type)) + " vector " + std::to_string(vector));
+      }
+    }
+  }
+  ew_jit_signature gelu{{dtype::float16}, dtype::float16, 1, true, true, 8, 0};
+  ew_program program_gelu;
+  program_gelu.code = {op(ew_op::load, 0), op(ew_op::gelu_erf, 1, 0, 0, 0, ew_round::half)};
+  const std::string source = ew_jit_source(program_gelu, gelu);
+  // Eight halves in one 16-byte load and one store.
+  EXPECT_NE(source.find("*reinterpret_cast<uint4*>(in0) = static_cast<const uint4*>(p.data[0])[i]"),
+            std::string::npos)
+      << source;
+  EXPECT_NE(source.find("static_cast<uint4*>(p.out)[i] = *reinterpret_cast<const uint4*>(out)"),
+            std::string::npos)
+      << source;
+  EXPECT_NE(source.find("(p.count) / 8;"), std::string::npos) << source;
+  EXPECT_THROW(
+      (void)ew_jit_source(program_gelu, {{dtype::float16}, dtype::float16, 1, true, true, 3, 0}),
+      invalid_argument);
+}
+
+TEST(ew_jit, vector_width_follows_count_alignment_and_the_widest_element) {
+  alignas(64) static unsigned char memory[256];
+  const void* aligned = memory;
+  const void* off2 = memory + 2;
+  const void* off8 = memory + 8;
+  ew_jit_signature half{{dtype::float16}, dtype::float16, 1, true, true};
+  const void* data[] = {aligned};
+  EXPECT_EQ(ew_jit_vector(half, data, aligned, 4096), 8);
+  EXPECT_EQ(ew_jit_vector(half, data, aligned, 4100), 4);  // 4100 = 4 x 1025
+  EXPECT_EQ(ew_jit_vector(half, data, aligned, 4099), 1);
+  EXPECT_EQ(ew_jit_vector(half, data, off8, 4096), 4);  // 8 bytes: four halves
+  EXPECT_EQ(ew_jit_vector(half, data, off2, 4096), 1);
+  // float32 output: 16 bytes are four; an int64 input: two.
+  ew_jit_signature mixed{{dtype::float16, dtype::int64}, dtype::float32, 1, true, true};
+  const void* two[] = {aligned, aligned};
+  EXPECT_EQ(ew_jit_vector(mixed, two, aligned, 4096), 2);
+  // A scalar input's alignment and width do not count.
+  mixed.scalar = 1U << 1;
+  const void* scalar_off[] = {aligned, off2};
+  EXPECT_EQ(ew_jit_vector(mixed, scalar_off, aligned, 4096), 4);
+  // Not dense: one element a thread.
+  ew_jit_signature strided{{dtype::float16}, dtype::float16, 2, false, true};
+  EXPECT_EQ(ew_jit_vector(strided, data, aligned, 4096), 1);
 }
 
 TEST(ew_jit, constants_keep_their_bits) {
@@ -207,15 +268,21 @@ TEST(ew_jit, the_programs_of_the_exported_models_compile) {
     for (const node& n : g.nodes) {
       if (n.domain != k_fused_domain) continue;
       if (n.op_type == "FusedElementwise") {
-        sources.insert(ew_jit_source(ew_from_attributes(n), signature_of(n, g, shapes)));
+        ew_jit_signature signature = signature_of(n, g, shapes);
+        sources.insert(ew_jit_source(ew_from_attributes(n), signature));
+        if (signature.dense) {  // and as a vector of the widest the elements allow
+          signature.vector = 4;
+          sources.insert(ew_jit_source(ew_from_attributes(n), signature));
+        }
       } else if (n.op_type == "FusedGemm") {
         const auto activation = n.get<std::string>("activation", "none");
         const auto out = shapes.find(n.outputs.at(0));
         const dtype type = out != shapes.end() ? out->second.type : dtype::float32;
         const bool bias = n.inputs.size() > 2 && !n.inputs[2].empty();
         for (const dtype t : {type, dtype::float16, dtype::bfloat16}) {
-          sources.insert(ew_jit_source(bias_activation_program(t, bias, activation),
-                                       {{t, t}, t, 2, false, true}));
+          const ew_program program = bias_activation_program(t, bias, activation);
+          sources.insert(ew_jit_source(program, {{t, t}, t, 2, false, true}));
+          if (!bias) sources.insert(ew_jit_source(program, {{t}, t, 1, true, true, 8, 0}));
         }
       }
     }

@@ -3,7 +3,9 @@
 #include <cuda_runtime_api.h>
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -65,21 +67,51 @@ void replace_all(std::string& text, std::string_view what, std::string_view with
   }
 }
 
-std::string load_expression(dtype type, int k, const std::string& offset) {
-  const std::string at = "[" + offset + "]";
-  const std::string data = "p.data[" + std::to_string(k) + "]";
+// How a dtype's elements are held in memory, as the generated source names them.
+const char* storage_of(dtype type) {
   switch (type) {
-    case dtype::float32: return "static_cast<const float*>(" + data + ")" + at;
+    case dtype::float32: return "float";
     case dtype::float16:
-      return "cb_from_f16(static_cast<const unsigned short*>(" + data + ")" + at + ")";
-    case dtype::bfloat16:
-      return "cb_from_bf16(static_cast<const unsigned short*>(" + data + ")" + at + ")";
+    case dtype::bfloat16: return "unsigned short";
+    case dtype::int64: return "long long";
+    case dtype::int32: return "int";
+    case dtype::boolean: return "bool";
+  }
+  throw invalid_argument("elementwise kernel: an operand of unknown dtype");
+}
+
+// An element as float32, from `raw` (an expression of storage_of(type)).
+std::string widened(dtype type, const std::string& raw) {
+  switch (type) {
+    case dtype::float32: return raw;
+    case dtype::float16: return "cb_from_f16(" + raw + ")";
+    case dtype::bfloat16: return "cb_from_bf16(" + raw + ")";
     case dtype::int64:
-      return "static_cast<float>(static_cast<const long long*>(" + data + ")" + at + ")";
-    case dtype::int32: return "static_cast<float>(static_cast<const int*>(" + data + ")" + at + ")";
-    case dtype::boolean: return "(static_cast<const bool*>(" + data + ")" + at + " ? 1.0f : 0.0f)";
+    case dtype::int32: return "static_cast<float>(" + raw + ")";
+    case dtype::boolean: return "(" + raw + " ? 1.0f : 0.0f)";
   }
   throw invalid_argument("elementwise kernel: an input of unknown dtype");
+}
+
+// `target` = value stored as `type` holds it (as store_any in fused_elementwise.cu).
+std::string stored(dtype type, const std::string& target, const std::string& value) {
+  switch (type) {
+    case dtype::float16: return target + " = cb_to_f16(" + value + ");\n";
+    case dtype::bfloat16: return target + " = cb_to_bf16(" + value + ");\n";
+    case dtype::boolean: return target + " = " + value + " != 0.0f;\n";
+    default: return target + " = " + value + ";\n";
+  }
+}
+
+// The unsigned type of a `bytes`-wide access.
+const char* access_of(std::size_t bytes) {
+  switch (bytes) {
+    case 16: return "uint4";
+    case 8: return "uint2";
+    case 4: return "unsigned int";
+    case 2: return "unsigned short";
+    default: return "unsigned char";
+  }
 }
 
 // As round_as in fused_elementwise.cu: the value as its dtype stores it.
@@ -190,18 +222,11 @@ std::string ew_jit_source(const ew_program& program, const ew_jit_signature& sig
   if (inputs > k_ew_max_inputs || signature.rank < 0 || signature.rank > k_max_rank) {
     throw invalid_argument("elementwise kernel: over the kernel's limits");
   }
-  std::string source(k_prelude);
-  replace_all(source, "KINPUTS", std::to_string(k_ew_max_inputs));
-  replace_all(source, "KRANK", std::to_string(k_max_rank));
-  const std::string index = signature.narrow ? "unsigned int" : "long long";
-  source += "extern \"C\" __global__ void __launch_bounds__(256) " + std::string(k_ew_jit_kernel) +
-            "(const ew_jit_params p) {\n";
-  source += "  const " + index + " count = static_cast<" + index + ">(p.count);\n";
-  source += "  for (" + index + " i = blockIdx.x * static_cast<" + index +
-            ">(blockDim.x) + threadIdx.x; i < count;\n       i += static_cast<" + index +
-            ">(gridDim.x) * blockDim.x) {\n";
-
-  // The offsets of the inputs the program loads.
+  const int vector = signature.dense ? signature.vector : 1;
+  if (vector != 1 && vector != 2 && vector != 4 && vector != 8 && vector != 16) {
+    throw invalid_argument("elementwise kernel: a vector of " + std::to_string(vector));
+  }
+  // The inputs the program loads.
   std::vector<bool> loaded(static_cast<std::size_t>(inputs), false);
   for (const ew_instruction& in : program.code) {
     if (in.op != ew_op::load) continue;
@@ -211,29 +236,79 @@ std::string ew_jit_source(const ew_program& program, const ew_jit_signature& sig
     }
     loaded[in.a] = true;
   }
-  const auto offset = [](int k) { return "o" + std::to_string(k); };
-  if (signature.dense) {
+  const auto is_scalar = [&](int k) { return ((signature.scalar >> k) & 1U) != 0; };
+  const auto data = [](int k) { return "p.data[" + std::to_string(k) + "]"; };
+
+  std::string source(k_prelude);
+  replace_all(source, "KINPUTS", std::to_string(k_ew_max_inputs));
+  replace_all(source, "KRANK", std::to_string(k_max_rank));
+  const std::string index = signature.narrow ? "unsigned int" : "long long";
+  const std::string cast = "static_cast<" + index + ">";
+  source += "extern \"C\" __global__ void __launch_bounds__(256) " + std::string(k_ew_jit_kernel) +
+            "(const ew_jit_params p) {\n";
+  // With a vector, i counts groups of `vector` elements.
+  source += "  const " + index + " count = " + cast + "(p.count)" +
+            (vector > 1 ? " / " + std::to_string(vector) : "") + ";\n";
+  source += "  for (" + index + " i = blockIdx.x * " + cast +
+            "(blockDim.x) + threadIdx.x; i < count;\n       i += " + cast +
+            "(gridDim.x) * blockDim.x) {\n";
+
+  // raw(k): input k's element, as its storage type, in the element's scope.
+  std::vector<std::string> raw(static_cast<std::size_t>(inputs));
+  std::string indent = "    ";
+  if (vector > 1) {
     for (int k = 0; k < inputs; ++k) {
       if (!loaded[static_cast<std::size_t>(k)]) continue;
-      source += "    const " + index + " " + offset(k) + " = p.stride[" + std::to_string(k) +
-                "][0] != 0 ? i : static_cast<" + index + ">(0);\n";
+      const std::string type = storage_of(signature.inputs[static_cast<std::size_t>(k)]);
+      const std::string name = "in" + std::to_string(k);
+      if (is_scalar(k)) {
+        raw[static_cast<std::size_t>(k)] = "static_cast<const " + type + "*>(" + data(k) + ")[0]";
+        continue;
+      }
+      const char* access =
+          access_of(size_of(signature.inputs[static_cast<std::size_t>(k)]) * vector);
+      source += "    alignas(16) " + type + " " + name + "[" + std::to_string(vector) + "];\n";
+      source += "    *reinterpret_cast<" + std::string(access) + "*>(" + name +
+                ") = static_cast<const " + access + "*>(" + data(k) + ")[i];\n";
+      raw[static_cast<std::size_t>(k)] = name + "[e]";
+    }
+    source += "    alignas(16) " + std::string(storage_of(signature.out)) + " out[" +
+              std::to_string(vector) + "];\n";
+    source += "#pragma unroll\n    for (int e = 0; e < " + std::to_string(vector) + "; ++e) {\n";
+    indent = "      ";
+  } else if (signature.dense) {
+    for (int k = 0; k < inputs; ++k) {
+      if (!loaded[static_cast<std::size_t>(k)]) continue;
+      const std::string offset = "o" + std::to_string(k);
+      source += "    const " + index + " " + offset + " = p.stride[" + std::to_string(k) +
+                "][0] != 0 ? i : " + cast + "(0);\n";
+      raw[static_cast<std::size_t>(k)] = "static_cast<const " +
+                                         std::string(storage_of(signature.inputs[k])) + "*>(" +
+                                         data(k) + ")[" + offset + "]";
     }
   } else {
     source += "    " + index + " rest = i;\n";
     for (int k = 0; k < inputs; ++k) {
-      if (loaded[static_cast<std::size_t>(k)])
-        source += "    " + index + " " + offset(k) + " = 0;\n";
+      if (loaded[static_cast<std::size_t>(k)]) {
+        source += "    " + index + " o" + std::to_string(k) + " = 0;\n";
+      }
     }
     for (int d = signature.rank - 1; d >= 0; --d) {
       const std::string dim = std::to_string(d);
-      source += "    {\n      const " + index + " extent = static_cast<" + index + ">(p.shape[" +
-                dim + "]);\n      const " + index + " at = rest % extent;\n      rest /= extent;\n";
+      source += "    {\n      const " + index + " extent = " + cast + "(p.shape[" + dim +
+                "]);\n      const " + index + " at = rest % extent;\n      rest /= extent;\n";
       for (int k = 0; k < inputs; ++k) {
         if (!loaded[static_cast<std::size_t>(k)]) continue;
-        source += "      " + offset(k) + " += at * static_cast<" + index + ">(p.stride[" +
+        source += "      o" + std::to_string(k) + " += at * " + cast + "(p.stride[" +
                   std::to_string(k) + "][" + dim + "]);\n";
       }
       source += "    }\n";
+    }
+    for (int k = 0; k < inputs; ++k) {
+      if (!loaded[static_cast<std::size_t>(k)]) continue;
+      raw[static_cast<std::size_t>(k)] = "static_cast<const " +
+                                         std::string(storage_of(signature.inputs[k])) + "*>(" +
+                                         data(k) + ")[o" + std::to_string(k) + "]";
     }
   }
 
@@ -250,7 +325,7 @@ std::string ew_jit_source(const ew_program& program, const ew_jit_signature& sig
     const ew_instruction& in = program.code[c];
     std::string value;
     if (in.op == ew_op::load) {
-      value = load_expression(signature.inputs[in.a], in.a, offset(in.a));
+      value = widened(signature.inputs[in.a], raw[in.a]);
     } else if (in.op == ew_op::constant) {
       if (in.a >= program.constants.size()) {
         throw invalid_argument("elementwise kernel: constant " + std::to_string(in.a) + " of " +
@@ -263,27 +338,53 @@ std::string ew_jit_source(const ew_program& program, const ew_jit_signature& sig
               read(in.a) + ", " + (used > 1 ? read(in.b) : std::string("0.0f")) + ", " +
               (used > 2 ? read(in.c) : std::string("0.0f")) + ")";
     }
-    if (in.dst >= k_ew_max_registers)
+    if (in.dst >= k_ew_max_registers) {
       throw invalid_argument("elementwise kernel: register over 23");
+    }
     const std::string name = "v" + std::to_string(c);
-    source += "    const float " + name + " = " + rounded(in.round, value) + ";\n";
+    source += indent + "const float " + name + " = " + rounded(in.round, value) + ";\n";
     holds[in.dst] = name;
   }
   const std::string result = read(program.code.back().dst);
-  switch (signature.out) {
-    case dtype::float16:
-      source += "    static_cast<unsigned short*>(p.out)[i] = cb_to_f16(" + result + ");\n";
-      break;
-    case dtype::bfloat16:
-      source += "    static_cast<unsigned short*>(p.out)[i] = cb_to_bf16(" + result + ");\n";
-      break;
-    case dtype::boolean:
-      source += "    static_cast<bool*>(p.out)[i] = " + result + " != 0.0f;\n";
-      break;
-    default: source += "    static_cast<float*>(p.out)[i] = " + result + ";\n"; break;
+  if (vector > 1) {
+    source += indent + stored(signature.out, "out[e]", result);
+    source += "    }\n";
+    const char* access = access_of(size_of(signature.out) * vector);
+    source += "    static_cast<" + std::string(access) + "*>(p.out)[i] = *reinterpret_cast<const " +
+              access + "*>(out);\n";
+  } else {
+    source +=
+        indent + stored(signature.out,
+                        "static_cast<" + std::string(storage_of(signature.out)) + "*>(p.out)[i]",
+                        result);
   }
   source += "  }\n}\n";
   return source;
+}
+
+int ew_jit_vector(const ew_jit_signature& signature, const void* const* data, const void* out,
+                  std::int64_t count) {
+  if (!signature.dense) return 1;
+  std::size_t widest = size_of(signature.out);
+  for (std::size_t k = 0; k < signature.inputs.size(); ++k) {
+    if (((signature.scalar >> k) & 1U) == 0)
+      widest = std::max(widest, size_of(signature.inputs[k]));
+  }
+  int vector = static_cast<int>(16 / widest);
+  const auto aligned = [&](const void* pointer, dtype type) {
+    return reinterpret_cast<std::uintptr_t>(pointer) % (size_of(type) * vector) == 0;
+  };
+  const auto fits = [&] {
+    if (count % vector != 0 || !aligned(out, signature.out)) return false;
+    for (std::size_t k = 0; k < signature.inputs.size(); ++k) {
+      if (((signature.scalar >> k) & 1U) == 0 && !aligned(data[k], signature.inputs[k])) {
+        return false;
+      }
+    }
+    return true;
+  };
+  while (vector > 1 && !fits()) vector /= 2;
+  return vector;
 }
 
 ew_compiled ew_jit_compile(const std::string& source, int arch) {

@@ -47,7 +47,19 @@ struct ew_jit_signature {
   int rank = 1;
   bool dense = true;
   bool narrow = true;
+  /// Dense only: elements a thread takes at once (1, 2, 4, 8 or 16), each
+  /// operand read and the output written as one aligned access of up to 16
+  /// bytes (ew_jit_vector chooses it); `scalar` marks the inputs of stride
+  /// 0 (bit k: input k), read once.
+  int vector = 1;
+  unsigned scalar = 0;
 };
+
+/// The widest `vector` a dense launch can take: up to 16 bytes of the
+/// widest element a thread, halved until the count divides by it and every
+/// pointer of a non-scalar operand (and `out`) is aligned to its access.
+[[nodiscard]] int ew_jit_vector(const ew_jit_signature& signature, const void* const* data,
+                                const void* out, std::int64_t count);
 
 /// The kernel's name in every generated source.
 inline constexpr const char* k_ew_jit_kernel = "coolbench_ew";

@@ -132,7 +132,11 @@ void launch_fused_elementwise(const ew_program& program, const ew_operand* opera
   const cudaStream_t s = as_stream(stream);
   // The program as its own kernel when the generated kernels are on (ew_jit.hpp).
   ew_jit_signature signature{{}, out_type, l.rank, l.dense, l.narrow};
-  for (int k = 0; k < operand_count; ++k) signature.inputs.push_back(operands[k].type);
+  for (int k = 0; k < operand_count; ++k) {
+    signature.inputs.push_back(operands[k].type);
+    if (l.dense && p.stride[k][0] == 0) signature.scalar |= 1U << k;
+  }
+  signature.vector = ew_jit_vector(signature, p.data, out, p.count);
   if (void* kernel = ew_jit_kernel(program, signature, stream)) {
     ew_jit_params jp{};
     for (int k = 0; k < operand_count; ++k) {
@@ -144,7 +148,9 @@ void launch_fused_elementwise(const ew_program& program, const ew_operand* opera
     jp.out = out;
     jp.rank = p.rank;
     void* arguments[] = {&jp};
-    const cudaError_t launched = cudaLaunchKernel(static_cast<const void*>(kernel), dim3(grid),
+    // With a vector, a thread takes that many elements at once.
+    const cudaError_t launched = cudaLaunchKernel(static_cast<const void*>(kernel),
+                                                  dim3(grid_for(p.count / signature.vector)),
                                                   dim3(k_block), arguments, 0, s);
     if (launched == cudaSuccess) return;
     // A launch refused (not a fault of earlier work, which would be sticky and shows below):
