@@ -131,32 +131,34 @@ void launch_fused_elementwise(const ew_program& program, const ew_operand* opera
   const unsigned grid = grid_for(p.count);
   const cudaStream_t s = as_stream(stream);
   // The program as its own kernel when the generated kernels are on (ew_jit.hpp).
-  ew_jit_signature signature{{}, out_type, l.rank, l.dense, l.narrow};
-  for (int k = 0; k < operand_count; ++k) {
-    signature.inputs.push_back(operands[k].type);
-    if (l.dense && p.stride[k][0] == 0) signature.scalar |= 1U << k;
-  }
-  signature.vector = ew_jit_vector(signature, p.data, out, p.count);
-  if (void* kernel = ew_jit_kernel(program, signature, stream)) {
-    ew_jit_params jp{};
+  if (ew_jit_enabled()) {
+    ew_jit_signature signature{{}, out_type, l.rank, l.dense, l.narrow};
     for (int k = 0; k < operand_count; ++k) {
-      jp.data[k] = p.data[k];
-      for (int d = 0; d < k_max_rank; ++d) jp.stride[k][d] = p.stride[k][d];
+      signature.inputs.push_back(operands[k].type);
+      if (l.dense && p.stride[k][0] == 0) signature.scalar |= 1U << k;
     }
-    for (int d = 0; d < k_max_rank; ++d) jp.shape[d] = p.shape[d];
-    jp.count = p.count;
-    jp.out = out;
-    jp.rank = p.rank;
-    void* arguments[] = {&jp};
-    // With a vector, a thread takes that many elements at once.
-    const cudaError_t launched = cudaLaunchKernel(static_cast<const void*>(kernel),
-                                                  dim3(grid_for(p.count / signature.vector)),
-                                                  dim3(k_block), arguments, 0, s);
-    if (launched == cudaSuccess) return;
-    // A launch refused (not a fault of earlier work, which would be sticky and shows below):
-    // the interpreter runs this program from now on.
-    (void)cudaGetLastError();
-    ew_jit_drop(kernel, cudaGetErrorString(launched));
+    signature.vector = ew_jit_vector(signature, p.data, out, p.count);
+    if (void* kernel = ew_jit_kernel(program, signature, stream)) {
+      ew_jit_params jp{};
+      for (int k = 0; k < operand_count; ++k) {
+        jp.data[k] = p.data[k];
+        for (int d = 0; d < k_max_rank; ++d) jp.stride[k][d] = p.stride[k][d];
+      }
+      for (int d = 0; d < k_max_rank; ++d) jp.shape[d] = p.shape[d];
+      jp.count = p.count;
+      jp.out = out;
+      jp.rank = p.rank;
+      void* arguments[] = {&jp};
+      // With a vector, a thread takes that many elements at once.
+      const cudaError_t launched = cudaLaunchKernel(static_cast<const void*>(kernel),
+                                                    dim3(grid_for(p.count / signature.vector)),
+                                                    dim3(k_block), arguments, 0, s);
+      if (launched == cudaSuccess) return;
+      // A launch refused (not a fault of earlier work, which would be sticky and shows below):
+      // the interpreter runs this program from now on.
+      (void)cudaGetLastError();
+      ew_jit_drop(kernel, cudaGetErrorString(launched));
+    }
   }
   if (l.dense && l.narrow) {
     fused_elementwise_kernel<true, std::uint32_t><<<grid, k_block, 0, s>>>(p);
