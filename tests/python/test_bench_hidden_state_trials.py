@@ -1,10 +1,12 @@
 """bench/hidden_state_trials.py's table on recorded trials (no GPU): what counts as flagged as
-found, back within noise after the touch, and flagged again after the run; --from prints it."""
+found, back within noise after the touch, and flagged again after the run; --from prints it; the paired child, with stand-ins for torch and coolbench."""
 import importlib.util
 import json
 import pathlib
 import subprocess
 import sys
+
+import pytest
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "bench" / "hidden_state_trials.py"
 
@@ -130,3 +132,45 @@ def test_arms_of_another_part_are_refused():
                            "clean/none"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "none of them belongs to --part paired" in done.stderr
+
+
+def test_paired_child_measures_before_and_after_in_order(monkeypatch, capsys):
+    """The child of a paired arm with stand-ins for torch and coolbench: the victim first with
+    the touch, the forming measurement unless it is the control, the victim again with the
+    arm's isolation; its record carries both figures."""
+    import types
+    calls = []
+
+    class Result:
+        def __init__(self, figure):
+            self.figure_ms, self.rel_ci, self.workload = figure, 0.001, "w"
+
+        def to_dict(self):
+            return {"summary": {"hidden_state": {"checks": []}},
+                    "environment": {"gpu": {"name": "GPU", "uuid": "GPU-1",
+                                            "driver_version": "1"}}}
+
+    def measure(fn, **options):
+        calls.append(("victim" if isinstance(fn, str) else "form", options["isolation"],
+                      options["release"]))
+        return Result(0.25 + 0.01 * len(calls))
+
+    fake_torch = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(set_device=lambda device: None),
+        Generator=lambda device: types.SimpleNamespace(manual_seed=lambda seed: None),
+        randn=lambda *shape, **kw: None, matmul=lambda a, b: None, half="half")
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    monkeypatch.setitem(sys.modules, "coolbench", types.SimpleNamespace(measure=measure))
+    module = load()
+    for arm, expected in (
+            ("paired/touch", [("victim", "touch"), ("form", "none"), ("victim", "touch")]),
+            ("paired/none", [("victim", "touch"), ("form", "none"), ("victim", "none")]),
+            ("paired/control", [("victim", "touch"), ("victim", "touch")])):
+        calls.clear()
+        module.child(arm, 0, 1.5, 5.0, "gemm:fp16:gpt2-small")
+        assert [c[:2] for c in calls] == expected, arm
+        assert all(c[2] == "keep" for c in calls)
+        record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert record["kind"] == arm
+        assert record["first_ms"] == pytest.approx(0.26)
+        assert record["figure_ms"] == pytest.approx(0.25 + 0.01 * len(expected))
