@@ -1,5 +1,6 @@
 """bench/hidden_state_trials.py's table on recorded trials (no GPU): what counts as flagged as
-found, back within noise after the touch, and flagged again after the run; --from prints it; the paired child, with stand-ins for torch and coolbench."""
+found, back within noise after the touch, and flagged again after the run; --from prints it;
+the paired child, with stand-ins for torch and coolbench."""
 import importlib.util
 import json
 import pathlib
