@@ -165,67 +165,58 @@ def table(records):
     return lines
 
 
-def isolation_table(records):
-    """One row per arm: its processes' mean figure with a 95 % interval, and the ratio to the
-    clean arm's mean."""
-    lines = ["| arm | processes | figure (ms) ± 95 % CI | against clean/none | "
-             "hidden state as found | failed |", "|---|---|---|---|---|---|"]
+def arm_rows(records, arms, header, value, cells):
+    """A table of one row per arm (the first the reference): its processes' mean of
+    `value(record)` with a 95 % interval, and `cells(mean, half, reference)`, the row's figure
+    and its comparison with the reference arm's mean."""
+    lines = [header, "|---|---|---|---|---|---|"]
     means = {}
-    for arm in ARMS:
-        figures = [r["figure_ms"] for r in records
-                   if r.get("kind") == arm and not r.get("error") and r.get("figure_ms")]
-        if figures:
-            means[arm] = mean_ci(figures)
-    clean = means.get("clean/none")
-    for arm in ARMS:
+    for arm in arms:
+        values = [value(r) for r in records if r.get("kind") == arm and not r.get("error")]
+        values = [v for v in values if v is not None]
+        if values:
+            means[arm] = mean_ci(values)
+    reference = means.get(arms[0], (None, None))[0]
+    for arm in arms:
         mine = [r for r in records if r.get("kind") == arm]
         if not mine:
             continue
         found = [check_at(r, "start, as found") for r in mine if not r.get("error")]
         found = [c for c in found if c]
         flagged = sum(1 for c in found if c.get("hidden_state"))
-        if arm in means:
-            mean, half = means[arm]
-            figure = f"{mean:.4f}" + (f" ± {half:.4f}" if half is not None else "")
-            ratio = f"{100 * (mean / clean[0] - 1):+.2f} %" if clean else "–"
-        else:
-            figure, ratio = "–", "–"
+        figure, against = cells(*means[arm], reference) if arm in means else ("–", "–")
         processes = len(mine) - sum(1 for r in mine if r.get("error"))
-        lines.append(f"| {arm} | {processes} | {figure} | {ratio} | {flagged} of {len(found)} | "
+        lines.append(f"| {arm} | {processes} | {figure} | {against} | {flagged} of {len(found)} | "
                      f"{len(mine) - processes} |")
     return lines
+
+
+def isolation_table(records):
+    """One row per arm: its processes' mean figure with a 95 % interval, and the ratio to the
+    clean arm's mean."""
+    def cells(mean, half, clean):
+        figure = f"{mean:.4f}" + (f" ± {half:.4f}" if half is not None else "")
+        return figure, f"{100 * (mean / clean - 1):+.2f} %" if clean else "–"
+
+    return arm_rows(records, ARMS, "| arm | processes | figure (ms) ± 95 % CI | against "
+                    "clean/none | hidden state as found | failed |",
+                    lambda r: r.get("figure_ms") or None, cells)
 
 
 def paired_table(records):
     """One row per paired arm: the mean of its processes' second/first ratios with a 95 %
     interval, and that mean's difference from the control arm's."""
-    lines = ["| arm | processes | second / first − 1, ± 95 % CI | against paired/control | "
-             "hidden state as found (second) | failed |", "|---|---|---|---|---|---|"]
-    ratios = {}
-    for arm in PAIRED:
-        values = [r["figure_ms"] / r["first_ms"] - 1 for r in records
-                  if r.get("kind") == arm and not r.get("error") and r.get("figure_ms")
-                  and r.get("first_ms")]
-        if values:
-            ratios[arm] = mean_ci(values)
-    control = ratios.get("paired/control")
-    for arm in PAIRED:
-        mine = [r for r in records if r.get("kind") == arm]
-        if not mine:
-            continue
-        found = [check_at(r, "start, as found") for r in mine if not r.get("error")]
-        found = [c for c in found if c]
-        flagged = sum(1 for c in found if c.get("hidden_state"))
-        if arm in ratios:
-            mean, half = ratios[arm]
-            cell = f"{100 * mean:+.2f} %" + (f" ± {100 * half:.2f}" if half is not None else "")
-            against = f"{100 * (mean - control[0]):+.2f} %" if control else "–"
-        else:
-            cell, against = "–", "–"
-        processes = len(mine) - sum(1 for r in mine if r.get("error"))
-        lines.append(f"| {arm} | {processes} | {cell} | {against} | {flagged} of {len(found)} | "
-                     f"{len(mine) - processes} |")
-    return lines
+    def ratio(r):
+        return r["figure_ms"] / r["first_ms"] - 1 if r.get("figure_ms") and r.get("first_ms") \
+            else None
+
+    def cells(mean, half, control):
+        cell = f"{100 * mean:+.2f} %" + (f" ± {100 * half:.2f}" if half is not None else "")
+        return cell, f"{100 * (mean - control):+.2f} %" if control is not None else "–"
+
+    return arm_rows(records, PAIRED, "| arm | processes | second / first − 1, ± 95 % CI | "
+                    "against paired/control | hidden state as found (second) | failed |",
+                    ratio, cells)
 
 
 TABLES = {"detect": table, "isolation": isolation_table, "paired": paired_table}
