@@ -250,7 +250,12 @@ attention_launch choose(const attention_plan& p, bool sixteen_bits) {
   COOLBENCH_CUDA_CALL(cudaGetDevice(&device));
   COOLBENCH_CUDA_CALL(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   COOLBENCH_CUDA_CALL(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return plan_attention(p.batch * p.heads, p.sq, p.sk, sixteen_bits && major == 9, sms, forced);
+  // The tensor-core kernels step along a bias or mask row by 32-bit offsets (attention_mma.cu).
+  constexpr std::int64_t step_limit = std::int64_t{1} << 24;
+  const bool steps_fit =
+      std::llabs(p.bias_stride[3]) < step_limit && std::llabs(p.mask_stride[3]) < step_limit;
+  return plan_attention(p.batch * p.heads, p.sq, p.sk, sixteen_bits && major == 9 && steps_fit, sms,
+                        forced);
 }
 
 }  // namespace

@@ -42,29 +42,69 @@ __device__ __forceinline__ block_at locate(const attention_plan& p, int rows) {
   return at;
 }
 
+// What a thread's two rows add to their scores, worked out once a block: the
+// keys each row sees, and its bias and mask rows at key 0 (null: none), whose
+// keys lie `step` elements apart. The per-score work is then an offset from
+// these and one load each, not four 64-bit products a score: that took BERT's
+// attention (a padding bias) to twice ViT's time a FLOP (docs/perf/engine.md,
+// "The attention's bias path").
+template <class T>
+struct score_rows {
+  std::int64_t limit[2] = {0, 0};  // one past the last key the row sees
+  const T* bias[2] = {nullptr, nullptr};
+  const bool* mask[2] = {nullptr, nullptr};
+  int bias_step = 0, mask_step = 0;  // choose() keeps them below 2^24: offsets fit 32 bits
+};
+
+// This thread's rows (clamped to sq: rows past it compute garbage that is
+// never stored, on a real row's bias and mask).
+template <class T>
+__device__ __forceinline__ score_rows<T> rows_at(const attention_plan& p, const block_at& at,
+                                                 std::int64_t first, const T* bias,
+                                                 const bool* mask) {
+  score_rows<T> r;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const std::int64_t row = first + 8 * i < p.sq ? first + 8 * i : p.sq - 1;
+    r.limit[i] = p.sk;
+    if (p.causal && row + p.sk - p.sq + 1 < r.limit[i]) r.limit[i] = row + p.sk - p.sq + 1;
+    if (bias != nullptr) {
+      r.bias[i] = bias + at.b * p.bias_stride[0] + at.h * p.bias_stride[1] + row * p.bias_stride[2];
+    }
+    if (mask != nullptr) {
+      r.mask[i] = mask + at.b * p.mask_stride[0] + at.h * p.mask_stride[1] + row * p.mask_stride[2];
+    }
+  }
+  r.bias_step = static_cast<int>(p.bias_stride[3]);
+  r.mask_step = static_cast<int>(p.mask_stride[3]);
+  return r;
+}
+
 // One tile of keys [n0, n0 + keys) for the warp's 16 rows (this thread's
-// rows row_of[0] and row_of[1], clamped to sq): scores on the tensor cores,
-// adjusted, the running maximum and sum updated, the output rescaled and
-// the probabilities times V added.
+// two, as `rows` has them): scores on the tensor cores, adjusted, the
+// running maximum and sum updated, the output rescaled and the
+// probabilities times V added.
 template <class T, int Dim, bool Plain>
 __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][4], const T* ks,
-                                            const T* vs, std::int64_t n0, const T* bias,
-                                            const bool* mask, const attention_plan& p,
-                                            const block_at& at, const std::int64_t (&row_of)[2],
-                                            mma::row_state<Dim>& r) {
+                                            const T* vs, std::int64_t n0, const attention_plan& p,
+                                            const score_rows<T>& rows, mma::row_state<Dim>& r) {
   constexpr int keys = mma::keys_per_tile<Dim>, st = mma::stride<Dim>;
   const int lane = threadIdx.x % 32, tig = lane % 4;
   float s[keys / 8][4];
   float tile_peak[2] = {-INFINITY, -INFINITY};
-  // Without a bias or mask a row sees the tile's keys below a limit: its columns < visible.
-  int visible[2] = {0, 0};
-  if constexpr (Plain) {
+  // A row sees the tile's columns below visible (the keys, and the causal flag's limit).
+  int visible[2];
+  // The bias and mask of this thread's first column (tig * 2) in the tile.
+  const T* bias_at[2] = {nullptr, nullptr};
+  const bool* mask_at[2] = {nullptr, nullptr};
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      std::int64_t limit = p.sk;
-      if (p.causal && row_of[i] + p.sk - p.sq + 1 < limit) limit = row_of[i] + p.sk - p.sq + 1;
-      limit -= n0;
-      visible[i] = limit <= 0 ? 0 : limit >= keys ? keys : static_cast<int>(limit);
+  for (int i = 0; i < 2; ++i) {
+    const std::int64_t limit = rows.limit[i] - n0;
+    visible[i] = limit <= 0 ? 0 : limit >= keys ? keys : static_cast<int>(limit);
+    if constexpr (!Plain) {
+      const std::int64_t first = n0 + tig * 2;
+      if (rows.bias[i] != nullptr) bias_at[i] = rows.bias[i] + first * rows.bias_step;
+      if (rows.mask[i] != nullptr) mask_at[i] = rows.mask[i] + first * rows.mask_step;
     }
   }
 #pragma unroll
@@ -81,15 +121,18 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int column = nt * 8 + tig * 2 + e % 2;
-      const float x = s[nt][e] * p.scale;
-      if constexpr (Plain) {  // no bias, no mask: the causal flag at most
-        s[nt][e] = column < visible[e / 2] ? x : -INFINITY;
-      } else {
-        const std::int64_t j = n0 + column;
-        s[nt][e] = j < p.sk ? adjust(x, bias, mask, p, at.b, at.h, row_of[e / 2], j) : -INFINITY;
+      const int i = e / 2, from_first = nt * 8 + e % 2;  // columns past this thread's first
+      float x = s[nt][e] * p.scale;
+      if (tig * 2 + from_first >= visible[i]) {
+        x = -INFINITY;
+      } else if constexpr (!Plain) {
+        if (bias_at[i] != nullptr) x += load(bias_at[i], from_first * rows.bias_step);
+        if (mask_at[i] != nullptr && mask_at[i][from_first * rows.mask_step] != p.mask_keeps) {
+          x = p.mask_value;
+        }
       }
-      tile_peak[e / 2] = fmaxf(tile_peak[e / 2], s[nt][e]);
+      s[nt][e] = x;
+      tile_peak[i] = fmaxf(tile_peak[i], x);
     }
   }
   float base[2], rescale[2], tile_total[2] = {0, 0};
@@ -132,14 +175,6 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
       mma::mma16816<T>(r.o[2 * dp + 1], pa, b[2], b[3]);
     }
   }
-}
-
-// This thread's two rows, clamped to sq (rows past it compute garbage that
-// is never stored, on a real row's bias and mask).
-__device__ __forceinline__ void clamped_rows(const attention_plan& p, std::int64_t first,
-                                             std::int64_t (&row_of)[2]) {
-  row_of[0] = first < p.sq ? first : p.sq - 1;
-  row_of[1] = first + 8 < p.sq ? first + 8 : p.sq - 1;
 }
 
 // A warp's 16 finished rows (this thread's r0 and r0 + 8 of the block),
@@ -197,8 +232,7 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 ? 3 : 2)
       qs, q + at.b * p.q_stride[0] + at.h * p.q_stride[1], at.m0, p.sq, p.head_dim, p.q_stride[2],
       threadIdx.x);
   std::uint32_t qa[Dim / 16][4];
-  std::int64_t row_of[2];
-  clamped_rows(p, at.m0 + r0, row_of);
+  const score_rows<T> rows = rows_at(p, at, at.m0 + r0, bias, mask);
   mma::row_state<Dim> r;
   const auto copy_keys = [&](std::int64_t n0, int buffer) {
     T* ks = tiles + buffer * 2 * keys * st;
@@ -217,14 +251,16 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 ? 3 : 2)
     if (n0 + keys < at.end) copy_keys(n0 + keys, buffer ^ 1);
     if (n0 == 0) mma::query_fragments<T, Dim>(qs, r0, tig, qa);
     const T* ks = tiles + buffer * 2 * keys * st;
-    attend_tile<T, Dim, Plain>(qa, ks, ks + keys * st, n0, bias, mask, p, at, row_of, r);
+    attend_tile<T, Dim, Plain>(qa, ks, ks + keys * st, n0, p, rows, r);
   }
   mma::wait_copies();  // the query rows' copies, where no key is visible to any row
   store_rows<T, Dim>(r, p, at, r0, tig, out);
 }
 
+// Three blocks an SM at head dim 64, as its shared memory allows (the bound keeps the registers
+// there: left free, the kernel without bias took 235 and two blocks).
 template <class T, int Dim, bool Plain>
-__global__ void __launch_bounds__(mma::k_threads)
+__global__ void __launch_bounds__(mma::k_threads, Dim <= 64 ? 3 : 1)
     split_keys_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
                       attention_plan p) {
   constexpr int keys = mma::keys_per_tile<Dim>, st = mma::stride<Dim>;
@@ -250,8 +286,7 @@ __global__ void __launch_bounds__(mma::k_threads)
   __syncthreads();  // the query rows and the first tiles, from every thread's copies
   std::uint32_t qa[Dim / 16][4];
   mma::query_fragments<T, Dim>(qs, g, tig, qa);
-  std::int64_t row_of[2];
-  clamped_rows(p, at.m0 + g, row_of);
+  const score_rows<T> rows = rows_at(p, at, at.m0 + g, bias, mask);
   mma::row_state<Dim> r;
   for (std::int64_t n0 = first; n0 < at.end; n0 += step) {
     if (n0 > first) {
@@ -261,7 +296,7 @@ __global__ void __launch_bounds__(mma::k_threads)
       mma::wait_copies();
       __syncwarp();  // the tile, from every lane's copies
     }
-    attend_tile<T, Dim, Plain>(qa, ks, vs, n0, bias, mask, p, at, row_of, r);
+    attend_tile<T, Dim, Plain>(qa, ks, vs, n0, p, rows, r);
   }
   // Warps 1 to 3 leave their partial rows in shared memory (those that saw
   // keys), and warp 0 merges them into its own in registers and stores.
