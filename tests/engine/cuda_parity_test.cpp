@@ -238,6 +238,9 @@ void add_data(suite& s) {
         {{f, {3, 10, 4}}, {dtype::int64, {2, 5}, values::indices, {}, 10}}, all);
   s.add("Gather int32 rows", make_node("Gather", 2, 1),
         {{f, {50, 16}}, {dtype::int32, {7}, values::indices, {}, 50}}, all);
+  // Rows of 3 elements: no chunk wider than one element (launch_gather).
+  s.add("Gather odd rows", make_node("Gather", 2, 1, {{"axis", std::int64_t{1}}}),
+        {{f, {2, 9, 3}}, {dtype::int64, {4, 3}, values::indices, {}, 9}}, all);
   s.add("GatherND", make_node("GatherND", 2, 1, {{"batch_dims", std::int64_t{1}}}),
         {{f, {2, 5, 6, 3}},
          {dtype::int64,

@@ -4,6 +4,7 @@
 // ranges and triangles. They move elements as unsigned integers of the
 // element's size, so one instantiation serves every dtype of that size.
 #include <cstring>
+#include <type_traits>
 
 #include "engine/backends/cuda/common.cuh"
 #include "engine/backends/cuda/launch_shapes.hpp"
@@ -35,19 +36,21 @@ __global__ void concat_kernel(concat_launch l, concat_sources s, C* out) {
   }
 }
 
-template <class T, class I>
-__global__ void gather_kernel(const T* data, const I* indices, T* out, std::int64_t axis_size,
-                              std::int64_t inner, std::int64_t index_count, std::int64_t count,
-                              int* error_flag, int error_code) {
-  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < count;
-       i += std::int64_t{gridDim.x} * blockDim.x) {
-    const std::int64_t in_inner = i % inner;
-    const std::int64_t k = (i / inner) % index_count;
-    const std::int64_t o = i / (inner * index_count);
+// Gather moves whole rows of `inner` elements: each thread a chunk of up to
+// 16 bytes of one (launch_gather picks the widest the rows and addresses
+// allow), its index math in 32 bits where the tensors fit. Element by element
+// in 64 bits, three 64-bit divisions an element took BERT's embedding
+// gathers to 45 us a run on the H100 (docs/perf/engine.md).
+template <class T, class I, class U>
+__global__ void gather_kernel(const T* data, const I* indices, T* out, U axis_size, U inner,
+                              U index_count, U count, int* error_flag, int error_code) {
+  for (U i = blockIdx.x * U{blockDim.x} + threadIdx.x; i < count; i += U{gridDim.x} * blockDim.x) {
+    const U row = i / inner, in_inner = i - row * inner;
+    const U o = row / index_count, k = row - o * index_count;
     std::int64_t index = indices[k];
     if (index < 0) index += axis_size;
     if (index >= 0 && index < axis_size) {
-      out[i] = data[(o * axis_size + index) * inner + in_inner];
+      out[i] = data[(o * axis_size + static_cast<U>(index)) * inner + in_inner];
     } else {
       out[i] = T{};
       atomicCAS(error_flag, 0, error_code);
@@ -156,21 +159,50 @@ void launch_concat(const concat_launch& l, const void* const* from, void* out, v
 void launch_gather(std::size_t element, const void* data, const void* indices, bool indices_int64,
                    void* out, std::int64_t outer, std::int64_t axis_size, std::int64_t inner,
                    std::int64_t index_count, int* error_flag, int error_code, void* stream) {
-  const std::int64_t count = outer * index_count * inner;
-  if (count == 0) return;
-  dispatch_bytes(element, [&](auto t) {
-    using T = typename decltype(t)::type;
-    const auto launch = [&](auto* typed_indices) {
-      gather_kernel<<<grid_for(count), k_block, 0, as_stream(stream)>>>(
-          static_cast<const T*>(data), typed_indices, static_cast<T*>(out), axis_size, inner,
-          index_count, count, error_flag, error_code);
+  if (outer * index_count * inner == 0) return;
+  // The widest chunk a row of `inner` elements is a whole number of, at addresses it aligns.
+  const std::int64_t row_bytes = inner * static_cast<std::int64_t>(element);
+  std::int64_t chunk = 16;
+  while (chunk > static_cast<std::int64_t>(element) &&
+         (row_bytes % chunk != 0 || reinterpret_cast<std::uintptr_t>(data) % chunk != 0 ||
+          reinterpret_cast<std::uintptr_t>(out) % chunk != 0)) {
+    chunk /= 2;
+  }
+  const std::int64_t chunks = row_bytes / chunk;  // a row's
+  const std::int64_t count = outer * index_count * chunks;
+  // 32-bit index math where every offset fits (the data's and the output's).
+  const bool narrow =
+      count < 0x7FFFFFFF && outer * axis_size * chunks < 0x7FFFFFFF && axis_size < 0x7FFFFFFF;
+  const auto run = [&](auto* typed_data, auto* typed_indices, auto index) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(typed_data)>>;
+    using U = decltype(index);
+    gather_kernel<<<grid_for(count), k_block, 0, as_stream(stream)>>>(
+        typed_data, typed_indices, static_cast<T*>(out), static_cast<U>(axis_size),
+        static_cast<U>(chunks), static_cast<U>(index_count), static_cast<U>(count), error_flag,
+        error_code);
+  };
+  const auto with_indices = [&](auto* typed_data) {
+    const auto with_index = [&](auto* typed_indices) {
+      if (narrow) {
+        run(typed_data, typed_indices, std::uint32_t{});
+      } else {
+        run(typed_data, typed_indices, std::int64_t{});
+      }
     };
     if (indices_int64) {
-      launch(static_cast<const std::int64_t*>(indices));
+      with_index(static_cast<const std::int64_t*>(indices));
     } else {
-      launch(static_cast<const std::int32_t*>(indices));
+      with_index(static_cast<const std::int32_t*>(indices));
     }
-  });
+  };
+  if (chunk == 16) {
+    with_indices(static_cast<const uint4*>(data));
+  } else {
+    dispatch_bytes(static_cast<std::size_t>(chunk), [&](auto t) {
+      using T = typename decltype(t)::type;
+      with_indices(static_cast<const T*>(data));
+    });
+  }
   check_launch();
 }
 
