@@ -358,6 +358,12 @@ TEST(cuda_fusion, generated_elementwise_kernels_match_the_cpu) {
   cuda::ew_jit_signature signature{{dtype::float16}, dtype::float16, 1, true, true};
   ASSERT_NE(cuda::ew_jit_kernel(gelu, signature, nullptr), nullptr) << cuda::ew_jit_last_failure();
   check_elementwise_programs("generated ");
+  // Every program was generated, compiled and launched: none fell back to the interpreter.
+  EXPECT_EQ(cuda::ew_jit_last_failure(), "");
+  // The loaded kernels outlive a device release (the context reset): the next runs launch them.
+  ASSERT_TRUE(device::device::get(0).release().released);
+  check_elementwise_programs("generated, after a release, ");
+  EXPECT_EQ(cuda::ew_jit_last_failure(), "");
 }
 
 TEST(cuda_fusion, exported_models_match_the_cpu_fused) {
