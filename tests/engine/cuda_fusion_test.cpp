@@ -15,6 +15,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "coolbench/core/error.hpp"
 #include "coolbench/device.hpp"
@@ -339,18 +341,43 @@ void check_elementwise_programs(const std::string& how) {
   }
 }
 
+// COOLBENCH_EW_JIT set (or unset: nullptr) for a scope, as it was after.
+class scoped_ew_jit {
+ public:
+  explicit scoped_ew_jit(const char* value) {
+    const char* was = std::getenv("COOLBENCH_EW_JIT");
+    if (was != nullptr) m_was = was;
+    if (value == nullptr) {
+      unsetenv("COOLBENCH_EW_JIT");
+    } else {
+      setenv("COOLBENCH_EW_JIT", value, 1);
+    }
+  }
+  scoped_ew_jit(const scoped_ew_jit&) = delete;
+  scoped_ew_jit& operator=(const scoped_ew_jit&) = delete;
+  ~scoped_ew_jit() {
+    if (m_was) {
+      setenv("COOLBENCH_EW_JIT", m_was->c_str(), 1);
+    } else {
+      unsetenv("COOLBENCH_EW_JIT");
+    }
+  }
+
+ private:
+  std::optional<std::string> m_was;
+};
+
+// The interpreting kernel (COOLBENCH_EW_JIT=0, and wherever a kernel cannot be generated).
 TEST(cuda_fusion, elementwise_programs_match_the_cpu) {
   COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  const scoped_ew_jit interpreter("0");
   check_elementwise_programs("interpreted ");
 }
 
-// The same programs as kernels generated per program (COOLBENCH_EW_JIT=1, ew_jit.hpp).
+// The same programs as kernels generated per program (the default, ew_jit.hpp).
 TEST(cuda_fusion, generated_elementwise_kernels_match_the_cpu) {
   COOLBENCH_REQUIRE_GPU("the CUDA backend");
-  ASSERT_EQ(setenv("COOLBENCH_EW_JIT", "1", 1), 0);
-  struct unset {
-    ~unset() { unsetenv("COOLBENCH_EW_JIT"); }
-  } restore;
+  const scoped_ew_jit by_default(nullptr);
   // Made at all (not the interpreter's fallback passing in its place).
   ew_program gelu;
   gelu.code = {{ew_op::load, 0, 0, 0, 0, ew_round::none},

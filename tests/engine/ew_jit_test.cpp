@@ -295,9 +295,19 @@ TEST(ew_jit, the_programs_of_the_exported_models_compile) {
   std::printf("%zu distinct programs compiled\n", sources.size());
 }
 
-TEST(ew_jit, off_unless_asked) {
-  if (std::getenv("COOLBENCH_EW_JIT") == nullptr) {
-    EXPECT_FALSE(ew_jit_enabled());
+TEST(ew_jit, on_unless_switched_off) {
+  const char* was = std::getenv("COOLBENCH_EW_JIT");
+  const std::string before = was == nullptr ? "" : was;
+  ASSERT_EQ(unsetenv("COOLBENCH_EW_JIT"), 0);
+  EXPECT_TRUE(ew_jit_enabled());
+  ASSERT_EQ(setenv("COOLBENCH_EW_JIT", "0", 1), 0);
+  EXPECT_FALSE(ew_jit_enabled());
+  ASSERT_EQ(setenv("COOLBENCH_EW_JIT", "1", 1), 0);
+  EXPECT_TRUE(ew_jit_enabled());
+  if (was == nullptr) {
+    unsetenv("COOLBENCH_EW_JIT");
+  } else {
+    setenv("COOLBENCH_EW_JIT", before.c_str(), 1);
   }
 }
 

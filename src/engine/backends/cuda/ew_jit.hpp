@@ -13,7 +13,8 @@
 //
 // NVRTC is opened at run time (libnvrtc.so.<CUDA major>), so the engine
 // starts where it is missing and runs the interpreter there. The generated
-// kernels are off unless COOLBENCH_EW_JIT=1 (not yet run on a GPU).
+// kernels are on unless COOLBENCH_EW_JIT=0 (which keeps the interpreter,
+// for comparisons).
 #pragma once
 
 #include <cstdint>
@@ -84,7 +85,7 @@ struct ew_compiled {
 /// NVRTC, opened at run time. Needs no GPU.
 [[nodiscard]] ew_compiled ew_jit_compile(const std::string& source, int arch);
 
-/// Whether the generated kernels are on (COOLBENCH_EW_JIT=1).
+/// Whether the generated kernels are on: unless COOLBENCH_EW_JIT=0.
 [[nodiscard]] bool ew_jit_enabled() noexcept;
 
 /// The loaded kernel (a cudaKernel_t) for this program on the current

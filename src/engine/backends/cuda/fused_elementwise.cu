@@ -7,8 +7,9 @@
 // (plan_elementwise, launch_shapes.hpp): where every operand is dense or
 // broadcast whole, the offsets are the index itself, with no division;
 // elsewhere the coordinates cost a division a merged dim, in 32 bits where
-// the sizes allow. With COOLBENCH_EW_JIT=1 each program runs as a kernel of
-// its own instead, generated and compiled at run time (ew_jit.hpp).
+// the sizes allow. Each program runs as a kernel of its own instead,
+// generated and compiled at run time (ew_jit.hpp), unless COOLBENCH_EW_JIT=0
+// or that kernel could not be made.
 #include "engine/backends/cuda/common.cuh"
 #include "engine/backends/cuda/ew_jit.hpp"
 #include "engine/backends/cuda/fused_kernels.hpp"
