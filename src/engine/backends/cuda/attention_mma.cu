@@ -258,8 +258,8 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 ? 3 : 2)
 }
 
 // Three blocks an SM, as its shared memory allows: the bound keeps the registers there (left
-// free, the kernel without bias took 235 at head dim 64 and 213 at 128, two blocks, and the
-// H100 took 0.0243 ms for a head dim 128 causal prefill of 512 it had done in 0.0204). With a
+// free, the kernel without bias took 235 at head dim 64 and 213 at 128, two blocks, and a
+// head dim 128 causal prefill of 512 took 0.0243 ms on an H100, 0.0204 before on another). With a
 // bias or mask at head dim 128 three blocks' registers would spill: two there.
 template <class T, int Dim, bool Plain>
 __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 || Plain ? 3 : 1)
