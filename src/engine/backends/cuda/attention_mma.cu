@@ -45,8 +45,8 @@ __device__ __forceinline__ block_at locate(const attention_plan& p, int rows) {
 // What a thread's two rows add to their scores, worked out once a block: the
 // keys each row sees, and its bias and mask rows at key 0 (null: none), whose
 // keys lie `step` elements apart. The per-score work is then an offset from
-// these and one load each, not four 64-bit products a score: that took BERT's
-// attention (a padding bias) to twice ViT's time a FLOP (docs/perf/engine.md,
+// these and one load each, not four 64-bit products a score, which cost
+// BERT's attention (a padding bias) 7-10 % on an H100 (docs/perf/engine.md,
 // "The attention's bias path").
 template <class T>
 struct score_rows {
