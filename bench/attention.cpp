@@ -10,7 +10,9 @@
 // the tensor-core kernels with 64-row tiles and with split keys; "-" where
 // the kernel does not run, float32 and decode).
 //
-//   build/bench/attention_bench [RUNS]
+//   build/bench/attention_bench [RUNS [NAME [DTYPE]]]
+// NAME keeps the configurations whose name contains it ("bert b32"), DTYPE
+// those of that dtype (float16): a profiler (ncu) then sees only their kernels.
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -131,6 +133,12 @@ std::vector<config> configs() {
 
 int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::atoi(argv[1]) : 50;
+  const std::string only_name = argc > 2 ? argv[2] : "";
+  const std::string only_type = argc > 3 ? argv[3] : "";
+  if (runs <= 0) {
+    std::fprintf(stderr, "usage: attention_bench [RUNS [NAME [DTYPE]]] (RUNS a positive count)\n");
+    return 2;
+  }
   if (coolbench::device::device::count() == 0) {
     std::fprintf(stderr, "attention_bench: no GPU\n");
     return 1;
@@ -141,8 +149,14 @@ int main(int argc, char** argv) {
       "| config | dtype | unfused ms | fused ms | speed-up | fused TFLOP/s | fused GB/s | fma ms "
       "| mma ms | split_keys ms |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  int measured = 0;
   for (const auto& c : configs()) {
     const attention_spec& s = c.spec;
+    if (std::string(c.name).find(only_name) == std::string::npos ||
+        (!only_type.empty() && to_string(s.type) != only_type)) {
+      continue;
+    }
+    ++measured;
     const graph unfused = attention_graph(s);
     graph fused = unfused;
     const auto shapes = infer_shapes(fused);
@@ -177,6 +191,11 @@ int main(int argc, char** argv) {
                 std::string(to_string(s.type)).c_str(), before, after, before / after,
                 flops / after / 1e9, bytes / after / 1e6, forced[0].c_str(), forced[1].c_str(),
                 forced[2].c_str());
+  }
+  if (measured == 0) {
+    std::fprintf(stderr, "attention_bench: no configuration named like \"%s\"%s%s\n",
+                 only_name.c_str(), only_type.empty() ? "" : " in ", only_type.c_str());
+    return 2;
   }
   return 0;
 }

@@ -7,7 +7,7 @@
 #                                         kernels-bench telemetry-bench
 #                                         thermal-latency thermal-power contexts foreign
 #                                         models engine-vs-torch lottery hidden-state
-#                                         ew-jit hidden-state-paired
+#                                         ew-jit hidden-state-paired attention-ncu
 #                                         (default: the first six)
 # COOLBENCH_BUILD_TARGETS (space-separated) builds only those targets, for a short call.
 # models: the small PyTorch exports on CPU and CUDA (ctest conformance_torch_models*)
@@ -194,6 +194,22 @@ if want ew-jit; then
       --work "${TMPDIR:-/tmp}/coolbench-evt" --jsonl "$out/ew-jit-$jit.jsonl" \
       --log "$out/ew-jit-children.log" 2>&1 | tee "$out/ew-jit-$jit.md" | grep -E "^\| coolbench|fused_elementwise|\[ "
   done
+fi
+if want attention-ncu; then
+  # Why the 64-row attention kernel takes BERT-base's layer (32 x 128, fp16) in 29 us where its
+  # counts say about 10 (docs/perf/engine.md, "The attention's bias path"): ncu's stall reasons,
+  # occupancy and throughput for its launches after the warm-up.
+  if command -v ncu >/dev/null; then
+    ncu --kernel-name regex:rows64_kernel --launch-skip 5 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section SchedulerStats --section MemoryWorkloadAnalysis --section SourceCounters \
+      build/bench/attention_bench 6 "bert b32" float16 >"$out/attention-ncu.txt" 2>&1
+    echo "ncu exit code $?" | tee -a "$out/attention-ncu.txt"
+    grep -E "Duration|Achieved Occupancy|Registers Per|Stall|Warp Cycles Per Issued" \
+      "$out/attention-ncu.txt" | head -20
+  else
+    echo "attention-ncu: no ncu on this machine" | tee "$out/attention-ncu.txt"
+  fi
 fi
 if want hidden-state-paired; then
   # Isolation inside one context (docs/perf/hidden-state.md, "To run next"): 30 fresh processes.
