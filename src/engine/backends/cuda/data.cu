@@ -4,13 +4,24 @@
 // ranges and triangles. They move elements as unsigned integers of the
 // element's size, so one instantiation serves every dtype of that size.
 #include <cstring>
-#include <type_traits>
 
 #include "engine/backends/cuda/common.cuh"
 #include "engine/backends/cuda/launch_shapes.hpp"
 
 namespace coolbench::engine::cuda {
 namespace {
+
+// f(tag<C>) with C the unsigned type of a `bytes`-wide piece (1, 2, 4, 8 or
+// 16): Concat and Gather move whole runs of elements as the widest piece
+// their sizes and addresses allow.
+template <class F>
+void dispatch_piece(std::int64_t bytes, F&& f) {
+  if (bytes == 16) {
+    f(tag<uint4>{});
+  } else {
+    dispatch_bytes(static_cast<std::size_t>(bytes), f);
+  }
+}
 
 template <class T>
 __global__ void strided_copy_kernel(const T* in, T* out, index_plan plan) {
@@ -140,19 +151,10 @@ void launch_concat(const concat_launch& l, const void* const* from, void* out, v
   if (l.count == 0) return;
   concat_sources s{};
   for (int p = 0; p < l.parts; ++p) s.from[p] = from[p];
-  const auto run = [&](auto* typed_out) {
-    concat_kernel<<<grid_for(l.count), k_block, 0, as_stream(stream)>>>(l, s, typed_out);
-  };
-  switch (l.chunk) {
-    case 16: run(static_cast<uint4*>(out)); break;
-    case 8: run(static_cast<uint2*>(out)); break;
-    case 4: run(static_cast<std::uint32_t*>(out)); break;
-    case 2: run(static_cast<std::uint16_t*>(out)); break;
-    case 1: run(static_cast<std::uint8_t*>(out)); break;
-    default:
-      throw invalid_argument("a concat moves pieces of 16, 8, 4, 2 or 1 bytes, not " +
-                             std::to_string(l.chunk));
-  }
+  dispatch_piece(l.chunk, [&](auto t) {
+    using C = typename decltype(t)::type;
+    concat_kernel<<<grid_for(l.count), k_block, 0, as_stream(stream)>>>(l, s, static_cast<C*>(out));
+  });
   check_launch();
 }
 
@@ -173,20 +175,20 @@ void launch_gather(std::size_t element, const void* data, const void* indices, b
   // 32-bit index math where every offset fits (the data's and the output's).
   const bool narrow =
       count < 0x7FFFFFFF && outer * axis_size * chunks < 0x7FFFFFFF && axis_size < 0x7FFFFFFF;
-  const auto run = [&](auto* typed_data, auto* typed_indices, auto index) {
-    using T = std::remove_const_t<std::remove_pointer_t<decltype(typed_data)>>;
-    using U = decltype(index);
-    gather_kernel<<<grid_for(count), k_block, 0, as_stream(stream)>>>(
-        typed_data, typed_indices, static_cast<T*>(out), static_cast<U>(axis_size),
-        static_cast<U>(chunks), static_cast<U>(index_count), static_cast<U>(count), error_flag,
-        error_code);
-  };
-  const auto with_indices = [&](auto* typed_data) {
+  dispatch_piece(chunk, [&](auto t) {
+    using T = typename decltype(t)::type;
+    const auto run = [&](auto* typed_indices, auto index) {
+      using U = decltype(index);
+      gather_kernel<<<grid_for(count), k_block, 0, as_stream(stream)>>>(
+          static_cast<const T*>(data), typed_indices, static_cast<T*>(out),
+          static_cast<U>(axis_size), static_cast<U>(chunks), static_cast<U>(index_count),
+          static_cast<U>(count), error_flag, error_code);
+    };
     const auto with_index = [&](auto* typed_indices) {
       if (narrow) {
-        run(typed_data, typed_indices, std::uint32_t{});
+        run(typed_indices, std::uint32_t{});
       } else {
-        run(typed_data, typed_indices, std::int64_t{});
+        run(typed_indices, std::int64_t{});
       }
     };
     if (indices_int64) {
@@ -194,15 +196,7 @@ void launch_gather(std::size_t element, const void* data, const void* indices, b
     } else {
       with_index(static_cast<const std::int32_t*>(indices));
     }
-  };
-  if (chunk == 16) {
-    with_indices(static_cast<const uint4*>(data));
-  } else {
-    dispatch_bytes(static_cast<std::size_t>(chunk), [&](auto t) {
-      using T = typename decltype(t)::type;
-      with_indices(static_cast<const T*>(data));
-    });
-  }
+  });
   check_launch();
 }
 
