@@ -142,6 +142,14 @@ class backend {
     return {};
   }
 
+  /// Why the node's last run took a slower path than the backend's own
+  /// ("elementwise program interpreted, not generated: NVRTC: ..."); empty
+  /// when it did not. Reports say so: the figure is not the engine's.
+  [[nodiscard]] virtual std::string fallback(const node& n) const {
+    static_cast<void>(n);
+    return {};
+  }
+
   /// Whether begin_recording() works here (CUDA graphs).
   [[nodiscard]] virtual bool can_record() const noexcept { return false; }
   /// Makes what recorded work uses besides its tensors (library handles,

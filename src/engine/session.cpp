@@ -356,6 +356,11 @@ execution_info session::execution() const {
   info.mode = execution_mode::eager;
   if (!m_plan) return info;
   const plan& p = *m_plan;
+  for (const node& n : p.g.nodes) {
+    if (std::string why = m_backend->fallback(n); !why.empty()) {
+      info.fallbacks.push_back(n.describe() + ": " + why);
+    }
+  }
   info.launch_waits = p.launch_waits || !p.dynamic_value.empty();
   if (p.memory) {
     info.arena = arena_usable(p);

@@ -333,6 +333,9 @@ std::vector<node_time> session::node_times(std::size_t runs) {
     // below the minimum, so it is held there.
     times[i].mean_ms = std::max(times[i].min_ms, times[i].mean_ms / static_cast<double>(runs));
     times[i].detail = m_backend->node_detail(p.g.nodes[i]);
+    if (std::string why = m_backend->fallback(p.g.nodes[i]); !why.empty()) {
+      times[i].detail += (times[i].detail.empty() ? "" : "; ") + why;
+    }
   }
   m_backend->end_run();
   return times;

@@ -219,6 +219,23 @@ std::optional<int> cuda_ordinal(const std::string& backend) {
   return std::stoi(digits);
 }
 
+/// The warning for a session whose nodes took slower paths than the engine's own
+/// (execution_info::fallbacks): how many, the first and why.
+std::vector<std::string> fallback_warnings(const engine::session& s) {
+  const std::vector<std::string> fallbacks = s.execution().fallbacks;
+  if (fallbacks.empty()) return {};
+  std::string text = std::to_string(fallbacks.size()) +
+                     (fallbacks.size() == 1 ? " node" : " nodes") +
+                     " of the model ran a slower path than the engine's own, so the figure is "
+                     "not the engine's: " +
+                     fallbacks.front();
+  if (fallbacks.size() > 1) {
+    text += " (and " + std::to_string(fallbacks.size() - 1) +
+            " more; `coolbench nodes` shows each node's)";
+  }
+  return {text};
+}
+
 class model_workload final : public workload {
  public:
   model_workload(std::filesystem::path path, std::string backend,
@@ -282,7 +299,13 @@ class model_workload final : public workload {
     const engine::execution_info info = m_session->execution();
     std::string text(engine::to_string(info.mode));
     if (!info.reason.empty()) text += " (" + info.reason + ")";
+    if (!info.fallbacks.empty()) {
+      text += "; " + std::to_string(info.fallbacks.size()) + " node(s) on a slower path";
+    }
     return text;
+  }
+  [[nodiscard]] std::vector<std::string> warnings() const override {
+    return m_session ? fallback_warnings(*m_session) : std::vector<std::string>{};
   }
 
   void release() override {
@@ -331,6 +354,9 @@ class session_workload final : public workload {
   timing run() override {
     prepare();
     return timed_run(*m_session, m_timer);
+  }
+  [[nodiscard]] std::vector<std::string> warnings() const override {
+    return fallback_warnings(*m_session);
   }
   void release() override {
     m_timer.reset();

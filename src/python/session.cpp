@@ -185,6 +185,7 @@ class py_session {
       // On a GPU the outputs are copied back when first read: here, without the GIL.
       for (const auto& name : names) static_cast<void>(m_session->output(name));
     }
+    if (!m_fallbacks_checked) warn_fallbacks();
     py::list out;
     for (const auto& name : names) out.append(to_array(m_session->output(name)));
     return out;
@@ -221,8 +222,23 @@ class py_session {
     return text.empty() ? text : text + ")";
   }
 
+  // After the first run: a RuntimeWarning when nodes took a slower path than the engine's own
+  // (an elementwise program interpreted: NVRTC missing), which execution['fallbacks'] lists.
+  void warn_fallbacks() {
+    m_fallbacks_checked = true;
+    const std::vector<std::string> fallbacks = m_session->execution().fallbacks;
+    if (fallbacks.empty()) return;
+    py::module_::import("warnings")
+        .attr("warn")("coolbench.Session: " + std::to_string(fallbacks.size()) +
+                          " node(s) ran a slower path than the engine's own, so its times are "
+                          "not the engine's: " +
+                          fallbacks.front() + " (execution['fallbacks'] lists each)",
+                      py::module_::import("builtins").attr("RuntimeWarning"), 3);
+  }
+
   std::string m_device;
   std::shared_ptr<engine::session> m_session;
+  bool m_fallbacks_checked = false;
 };
 
 }  // namespace
@@ -314,11 +330,14 @@ and keep the fastest (False: the heuristic's first; COOLBENCH_GEMM_AUTOTUNE=0 to
             d["arena_bytes"] = info.arena_bytes;
             d["allocations"] = info.allocations;
             d["fusions"] = s.engine_session()->fusion_counts();
+            d["fallbacks"] = info.fallbacks;
             return d;
           },
           "How runs execute: mode ('host', 'eager' or 'graph'), reason (why not a graph), "
-          "arena, arena_bytes, allocations (per run, from the arena) and fusions (rewrites "
-          "per fusion pass).")
+          "arena, arena_bytes, allocations (per run, from the arena), fusions (rewrites "
+          "per fusion pass) and fallbacks (nodes whose last run took a slower path than the "
+          "engine's own, each with why: an elementwise program interpreted because NVRTC is "
+          "missing; empty when none did).")
       .def("__repr__", [](const py_session& s) {
         return "<coolbench.Session on " + s.device() + ", " +
                std::to_string(s.engine_session()->node_count()) + " nodes, " +

@@ -20,6 +20,7 @@
 
 #include "coolbench/core/error.hpp"
 #include "coolbench/device.hpp"
+#include "coolbench/engine/session.hpp"
 #include "engine/backends/cuda/backend.hpp"
 #include "engine/backends/cuda/ew_jit.hpp"
 #include "engine/backends/cuda/fused_kernels.hpp"
@@ -391,6 +392,44 @@ TEST(cuda_fusion, generated_elementwise_kernels_match_the_cpu) {
   ASSERT_TRUE(device::device::get(0).release().released);
   check_elementwise_programs("generated, after a release, ");
   EXPECT_EQ(cuda::ew_jit_last_failure(), "");
+}
+
+// A program the interpreter ran is reported, so a figure that is not the engine's says so:
+// execution().fallbacks names its node and why, and node_times' detail does too. With the
+// generated kernels (the default) none is.
+TEST(cuda_fusion, an_interpreted_program_is_reported) {
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  const graph g = elementwise_graph(dtype::float16, {256, 4099});
+  const auto inputs = inputs_for(g, 7);
+  struct seen {
+    std::vector<std::string> fallbacks;
+    std::vector<node_time> times;
+  };
+  const auto run_with = [&](const char* jit) {
+    const scoped_ew_jit scope(jit);
+    session s(g, "cuda");
+    for (const auto& [name, t] : inputs) s.set_input(name, t);
+    s.run();
+    seen out{s.execution().fallbacks, s.node_times(2)};
+    return out;
+  };
+  const seen interpreted = run_with("0");
+  ASSERT_EQ(interpreted.fallbacks.size(), 1U);
+  EXPECT_NE(interpreted.fallbacks[0].find("FusedElementwise"), std::string::npos)
+      << interpreted.fallbacks[0];
+  EXPECT_NE(interpreted.fallbacks[0].find("interpreted, not generated: COOLBENCH_EW_JIT=0"),
+            std::string::npos)
+      << interpreted.fallbacks[0];
+  const auto fused =
+      std::find_if(interpreted.times.begin(), interpreted.times.end(),
+                   [](const node_time& t) { return t.op_type == "FusedElementwise"; });
+  ASSERT_NE(fused, interpreted.times.end());
+  EXPECT_NE(fused->detail.find("COOLBENCH_EW_JIT=0"), std::string::npos) << fused->detail;
+
+  const seen generated = run_with(nullptr);
+  EXPECT_TRUE(generated.fallbacks.empty()) << generated.fallbacks.front();
+  for (const node_time& t : generated.times)
+    EXPECT_EQ(t.detail.find("interpreted"), std::string::npos);
 }
 
 TEST(cuda_fusion, exported_models_match_the_cpu_fused) {

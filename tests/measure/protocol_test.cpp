@@ -53,6 +53,21 @@ TEST(Protocol, LatencyBoundColdRunConvergesInOneBurst) {
 // settings; the 20 ms ticks between leave them unread), and the HW power brake engages for 1 ms
 // every second, which only its counter shows: the steps of that counter, one read to the next,
 // still mark samples and end bursts.
+// What the workload itself found (a model's nodes ran on a slower path) is read before the final
+// release drops it, and lands in the result's warnings once, however often it is said.
+TEST(Protocol, TheWorkloadsOwnWarningsReachTheResult) {
+  sim::gpu g({});
+  sim::workload w(g);
+  sim::environment env(g);
+  const std::string fallback =
+      "1 node of the model ran a slower path than the engine's own, so the figure is not the "
+      "engine's: node 'gelu' (FusedElementwise): elementwise program interpreted";
+  w.own_warnings = {fallback, fallback};
+  const run_result r = measure(w, env, quick_options());
+  EXPECT_TRUE(r.complete) << r.error;
+  EXPECT_EQ(std::count(r.warnings.begin(), r.warnings.end(), fallback), 1);
+}
+
 TEST(Protocol, AHwPowerBrakeOnlyTheCountersTierSeesIsCaught) {
   sim::gpu_model m;
   m.hw_counters_every_ns = 1'000'000'000;

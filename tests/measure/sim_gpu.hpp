@@ -267,6 +267,12 @@ class workload final : public measure::workload {
   int fail_prepare_at = 0;
   /// prepare() refuses what it was given (an unbound model dimension).
   bool refuse_prepare = false;
+  /// What warnings() says while prepared (a model's nodes on a slower path); as a
+  /// session's, gone once released.
+  std::vector<std::string> own_warnings;
+  std::vector<std::string> warnings() const override {
+    return m_prepared ? own_warnings : std::vector<std::string>{};
+  }
   void release() override {
     if (m_prepared) ++m_gpu.releases;
     m_prepared = false;

@@ -215,6 +215,43 @@ def test_measure_a_cuda_session_is_a_gpu_run_over_contexts(gpt2_model):
     _in_own_interpreter(MEASURE_SESSION_SCRIPT, gpt2_model)
 
 
+# With the interpreter forced (COOLBENCH_EW_JIT=0, as when NVRTC is missing), the session, its
+# execution and the measured result say that nodes ran a slower path; with the generated kernels
+# (the default) nothing does. float32, so GPT-2's GELU runs as a program after its product.
+FALLBACK_SCRIPT = """
+import sys, warnings
+import numpy as np
+import coolbench
+s = coolbench.Session(sys.argv[1], device="cuda:0", dims={"batch": 1, "sequence": 8})
+feeds = {"input_ids": np.random.default_rng(0).integers(0, 64, size=(1, 8), dtype=np.int64)}
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    s.run(None, feeds)
+    s.run(None, feeds)
+said = [str(w.message) for w in seen if issubclass(w.category, RuntimeWarning)]
+fallbacks = s.execution["fallbacks"]
+r = coolbench.measure(s, feeds, contexts=1, min_time=0.2, max_time=60)
+told = [w for w in r.warnings if "slower path" in w]
+if sys.argv[2] == "0":
+    assert fallbacks and all("interpreted, not generated: COOLBENCH_EW_JIT=0" in f
+                             for f in fallbacks), fallbacks
+    assert len(said) == 1 and "slower path" in said[0], said  # once, after the first run
+    assert len(told) == 1 and fallbacks[0] in told[0], r.warnings
+else:
+    assert fallbacks == [] and said == [] and told == [], (fallbacks, said, r.warnings)
+print("ok")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("jit", ["0", "1"])
+def test_an_interpreted_elementwise_program_is_reported(tmp_path, jit):
+    path = _model(tmp_path, "gpt2", *GPT2_ARGS, "--dtype", "fp32")
+    done = subprocess.run([sys.executable, "-c", FALLBACK_SCRIPT, path, jit], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "COOLBENCH_EW_JIT": jit})
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stdout + done.stderr
+
+
 @pytest.mark.gpu
 def test_coolbench_run_puts_a_model_on_gpu_0_by_default(tmp_path, gpt2_model):
     json_path = tmp_path / "run.json"

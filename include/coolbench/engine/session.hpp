@@ -103,6 +103,11 @@ struct execution_info {
   /// Blocks the backend took from the device layer so far (cudaMalloc or
   /// the caching allocator's cache): constant in runs from the arena.
   std::uint64_t device_allocations = 0;
+  /// Nodes whose last run took a slower path than the backend's own, each
+  /// as "node 'x' (Op): why" (a fused elementwise program interpreted, not
+  /// generated, because NVRTC is missing or COOLBENCH_EW_JIT=0); empty when
+  /// none did. Known once a run has been made.
+  std::vector<std::string> fallbacks;
 };
 /// One node's time in runs node by node (session::node_times).
 struct node_time {
@@ -112,7 +117,8 @@ struct node_time {
   double mean_ms = 0.0;  ///< over the timed runs
   double min_ms = 0.0;
   /// What the backend chose for it (a product's cuBLASLt algorithm, how it
-  /// was chosen and its time), empty when nothing.
+  /// was chosen and its time) and any slower path it took
+  /// (execution_info::fallbacks), empty when nothing.
   std::string detail;
 };
 

@@ -53,6 +53,11 @@ class workload {
   virtual void release() = 0;
   /// Floating-point operations of one run, when known (for TFLOP/s).
   [[nodiscard]] virtual std::optional<double> flops() const { return std::nullopt; }
+  /// What the runs so far did that makes the figure not what the user asked
+  /// to measure (a model's nodes ran on a slower path than the engine's
+  /// own), one sentence each; the protocol reads it before the final
+  /// release() and adds each to the result's warnings.
+  [[nodiscard]] virtual std::vector<std::string> warnings() const { return {}; }
 };
 
 /// GEMM element types: A, B and C all of this type. fp16 and bf16 accumulate

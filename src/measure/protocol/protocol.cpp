@@ -2,6 +2,7 @@
 // to the release after it. The steps are in the files run.hpp lists.
 #include "coolbench/measure/protocol.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "measure/protocol/run.hpp"
@@ -133,6 +134,15 @@ void run_to_the_end(detail::run_state& run) {
 /// Hands the GPU back whatever happened: the last step of every run.
 void release_at_the_end(detail::run_state& run) {
   run_result& r = run.r;
+  try {
+    for (std::string& warning : run.w.warnings()) {
+      if (std::find(r.warnings.begin(), r.warnings.end(), warning) == r.warnings.end()) {
+        run.warn(std::move(warning));
+      }
+    }
+  } catch (const std::exception& e) {
+    run.warn(std::string("the workload's own warnings could not be read: ") + e.what());
+  }
   try {
     run.w.release();
     if (r.conditions.gpu) {

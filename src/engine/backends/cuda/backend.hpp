@@ -131,6 +131,7 @@ class cuda_backend final : public backend {
   bool can_record() const noexcept override { return true; }
   void set_product_tuning(bool on) noexcept override { m_product_tuning = on; }
   std::string node_detail(const node& n) const override;
+  std::string fallback(const node& n) const override;
   void prepare_recording() override;
   void begin_recording() override;
   std::unique_ptr<recorded_work> end_recording() override;
@@ -163,6 +164,10 @@ class cuda_backend final : public backend {
   /// Keeps what the node running now chose (its product's algorithm) for
   /// node_detail().
   void note_detail(const std::string& detail);
+  /// Keeps why the node running now took a slower path than its own (an
+  /// elementwise program interpreted: `why` from launch_fused_elementwise),
+  /// for fallback(); "" clears it (the fast path ran).
+  void note_fallback(const std::string& why);
 
   /// A device int a kernel sets (atomicCAS from 0) when an input was invalid
   /// in a way only the device sees (an index out of range), and the code it
@@ -196,6 +201,7 @@ class cuda_backend final : public backend {
   const node* m_running = nullptr;  // the node run() is in
   bool m_product_tuning = true;
   std::map<std::string, std::string> m_node_details;  // by node name
+  std::map<std::string, std::string> m_fallbacks;     // by node name
   std::string m_blocking_note;
   bool m_recording = false;
   std::size_t m_messages_before_recording = 0;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string_view>
+#include <utility>
 
 #include "coolbench/core/error.hpp"
 #include "core/dynamic_library.hpp"
@@ -67,9 +68,14 @@ const nvrtc_api* nvrtc(std::string& why) {
   return api.get();
 }
 
+struct jit_kernel {
+  void* kernel = nullptr;  // nullptr: it could not be made (or its launch failed)
+  std::string why;         // then why
+};
+
 struct jit_cache {
   std::mutex mutex;
-  std::map<std::string, void*> kernels;  // by architecture and source; nullptr: it failed
+  std::map<std::string, jit_kernel> kernels;  // by architecture and source
   std::string last_failure;
 };
 
@@ -121,13 +127,20 @@ bool ew_jit_enabled() noexcept {
   return value == nullptr || std::string_view(value) != "0";
 }
 
-void* ew_jit_kernel(const ew_program& program, const ew_jit_signature& signature, void* stream) {
-  if (!ew_jit_enabled()) return nullptr;
-  jit_cache& c = cache();
-  const auto fail = [&](const std::string& why) -> void* {
-    std::lock_guard lock(c.mutex);
-    c.last_failure = why;
+void* ew_jit_kernel(const ew_program& program, const ew_jit_signature& signature, void* stream,
+                    std::string* why) {
+  const auto refuse = [&](std::string reason) -> void* {
+    if (why != nullptr) *why = std::move(reason);
     return nullptr;
+  };
+  if (!ew_jit_enabled()) return refuse("COOLBENCH_EW_JIT=0");
+  jit_cache& c = cache();
+  const auto fail = [&](const std::string& reason) -> void* {
+    {
+      std::lock_guard lock(c.mutex);
+      c.last_failure = reason;
+    }
+    return refuse(reason);
   };
   int device = 0;
   int major = 0;
@@ -149,19 +162,21 @@ void* ew_jit_kernel(const ew_program& program, const ew_jit_signature& signature
   }
   const std::string key = std::to_string(arch) + "\n" + source;
   std::lock_guard lock(c.mutex);
-  if (const auto found = c.kernels.find(key); found != c.kernels.end()) return found->second;
+  if (const auto found = c.kernels.find(key); found != c.kernels.end()) {
+    return found->second.kernel != nullptr ? found->second.kernel : refuse(found->second.why);
+  }
   // A kernel is made outside a stream capture only: loading a library is no capturable work.
   // The first launch is then the interpreter's, and the next run outside a capture makes it.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture) != cudaSuccess ||
       capture != cudaStreamCaptureStatusNone) {
     c.last_failure = "first met during a stream capture";
-    return nullptr;
+    return refuse(c.last_failure);
   }
   const ew_compiled compiled = ew_jit_compile(source, arch);
-  void* kernel = nullptr;
+  jit_kernel made;
   if (compiled.cubin.empty()) {
-    c.last_failure = "NVRTC: " + compiled.log;
+    made.why = "NVRTC: " + compiled.log;
   } else {
     cudaLibrary_t library = nullptr;
     cudaKernel_t loaded = nullptr;
@@ -170,22 +185,25 @@ void* ew_jit_kernel(const ew_program& program, const ew_jit_signature& signature
     if (e == cudaSuccess) e = cudaLibraryGetKernel(&loaded, library, k_ew_jit_kernel);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();  // not sticky: the interpreter runs next
-      c.last_failure = std::string("loading the compiled kernel: ") + cudaGetErrorString(e);
+      made.why = std::string("loading the compiled kernel: ") + cudaGetErrorString(e);
     } else {
-      kernel = static_cast<void*>(loaded);
+      made.kernel = static_cast<void*>(loaded);
     }
   }
-  c.kernels.emplace(key, kernel);
-  return kernel;
+  if (made.kernel == nullptr) {
+    c.last_failure = made.why;
+    if (why != nullptr) *why = made.why;
+  }
+  return c.kernels.emplace(key, std::move(made)).first->second.kernel;
 }
 
 void ew_jit_drop(void* kernel, const std::string& why) {
   jit_cache& c = cache();
   std::lock_guard lock(c.mutex);
-  for (auto& [key, loaded] : c.kernels) {
-    if (loaded == kernel) loaded = nullptr;
-  }
   c.last_failure = "launching a generated kernel: " + why;
+  for (auto& [key, entry] : c.kernels) {
+    if (entry.kernel == kernel) entry = {nullptr, c.last_failure};
+  }
 }
 
 std::string ew_jit_last_failure() {

@@ -91,9 +91,11 @@ struct ew_compiled {
 /// The loaded kernel (a cudaKernel_t) for this program on the current
 /// device, compiled and loaded on first use outside a capture of `stream`,
 /// or nullptr when the generated kernels are off or this one could not be
-/// made yet (the reason is kept: ew_jit_last_failure). Thread-safe.
+/// made yet; then `why` (when given) says why ("COOLBENCH_EW_JIT=0",
+/// NVRTC's error), and a failure is also kept for ew_jit_last_failure.
+/// Thread-safe.
 [[nodiscard]] void* ew_jit_kernel(const ew_program& program, const ew_jit_signature& signature,
-                                  void* stream);
+                                  void* stream, std::string* why = nullptr);
 
 /// Stops using `kernel` (its launch failed: `why`); its programs run
 /// interpreted from then on.

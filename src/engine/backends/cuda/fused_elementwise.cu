@@ -100,9 +100,9 @@ __global__ void fused_elementwise_kernel(const __grid_constant__ ew_params p) {
 
 }  // namespace
 
-void launch_fused_elementwise(const ew_program& program, const ew_operand* operands,
-                              int operand_count, const std::int64_t* shape, int rank,
-                              dtype out_type, void* out, void* stream) {
+std::string launch_fused_elementwise(const ew_program& program, const ew_operand* operands,
+                                     int operand_count, const std::int64_t* shape, int rank,
+                                     dtype out_type, void* out, void* stream) {
   ew_params p{};
   if (program.code.empty() ||
       program.code.size() > static_cast<std::size_t>(k_ew_max_instructions) ||
@@ -115,7 +115,7 @@ void launch_fused_elementwise(const ew_program& program, const ew_operand* opera
     std::copy(operands[k].stride, operands[k].stride + k_max_rank, strides[k]);
   }
   const ew_layout l = plan_elementwise(shape, rank, strides, operand_count);
-  if (l.count == 0) return;
+  if (l.count == 0) return {};  // nothing to run, so nothing slower ran
   p.count = l.count;
   p.rank = l.rank;
   std::copy(l.shape, l.shape + k_max_rank, p.shape);
@@ -132,6 +132,7 @@ void launch_fused_elementwise(const ew_program& program, const ew_operand* opera
   const unsigned grid = grid_for(p.count);
   const cudaStream_t s = as_stream(stream);
   // The program as its own kernel when the generated kernels are on (ew_jit.hpp).
+  std::string interpreted = "COOLBENCH_EW_JIT=0";
   if (ew_jit_enabled()) {
     ew_jit_signature signature{{}, out_type, l.rank, l.dense, l.narrow};
     for (int k = 0; k < operand_count; ++k) {
@@ -139,7 +140,7 @@ void launch_fused_elementwise(const ew_program& program, const ew_operand* opera
       if (l.dense && p.stride[k][0] == 0) signature.scalar |= 1U << k;
     }
     signature.vector = ew_jit_vector(signature, p.data, out, p.count);
-    if (void* kernel = ew_jit_kernel(program, signature, stream)) {
+    if (void* kernel = ew_jit_kernel(program, signature, stream, &interpreted)) {
       ew_jit_params jp{};
       for (int k = 0; k < operand_count; ++k) {
         jp.data[k] = p.data[k];
@@ -154,11 +155,12 @@ void launch_fused_elementwise(const ew_program& program, const ew_operand* opera
       const cudaError_t launched = cudaLaunchKernel(static_cast<const void*>(kernel),
                                                     dim3(grid_for(p.count / signature.vector)),
                                                     dim3(k_block), arguments, 0, s);
-      if (launched == cudaSuccess) return;
+      if (launched == cudaSuccess) return {};
       // A launch refused (not a fault of earlier work, which would be sticky and shows below):
       // the interpreter runs this program from now on.
       (void)cudaGetLastError();
       ew_jit_drop(kernel, cudaGetErrorString(launched));
+      interpreted = std::string("launching a generated kernel: ") + cudaGetErrorString(launched);
     }
   }
   if (l.dense && l.narrow) {
@@ -171,6 +173,7 @@ void launch_fused_elementwise(const ew_program& program, const ew_operand* opera
     fused_elementwise_kernel<false, std::int64_t><<<grid, k_block, 0, s>>>(p);
   }
   check_launch();
+  return interpreted;
 }
 
 }  // namespace coolbench::engine::cuda

@@ -35,9 +35,12 @@ struct ew_operand {
                                                  const std::string& activation);
 
 /// out (of `out_type`, the output shape `shape` of `rank` dims, dense) =
-/// the program evaluated per element over the operands.
-void launch_fused_elementwise(const ew_program& program, const ew_operand* operands,
-                              int operand_count, const std::int64_t* shape, int rank,
-                              dtype out_type, void* out, void* stream);
+/// the program evaluated per element over the operands. Returns "" when a
+/// generated kernel ran it (ew_jit.hpp), else why the interpreting kernel
+/// did ("COOLBENCH_EW_JIT=0", NVRTC's error).
+[[nodiscard]] std::string launch_fused_elementwise(const ew_program& program,
+                                                   const ew_operand* operands, int operand_count,
+                                                   const std::int64_t* shape, int rank,
+                                                   dtype out_type, void* out, void* stream);
 
 }  // namespace coolbench::engine::cuda

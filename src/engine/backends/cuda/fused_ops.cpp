@@ -58,8 +58,11 @@ void bias_and_activation(const op_call& call, tensor& y, const tensor* bias,
   ew_operand operands[2];
   operands[0] = {y.device_data(), y.type(), {n, 1}};
   if (bias != nullptr) operands[1] = {bias->device_data(), bias->type(), {0, 1}};
-  launch_fused_elementwise(program, operands, bias != nullptr ? 2 : 1, shape, 2, y.type(),
-                           y.device_data(), call.stream);
+  const std::string interpreted = launch_fused_elementwise(
+      program, operands, bias != nullptr ? 2 : 1, shape, 2, y.type(), y.device_data(), call.stream);
+  call.backend.note_fallback(
+      interpreted.empty() ? interpreted
+                          : "bias and activation interpreted, not generated: " + interpreted);
 }
 
 // Inputs A, B, bias (N; may be omitted), residual (Y's shape; optional);
@@ -205,9 +208,12 @@ void fused_elementwise(const op_call& call) {
     }
   }
   tensor y = call.allocate(out_type, out_shape);
-  launch_fused_elementwise(program, operands.data(), static_cast<int>(operands.size()),
-                           out_shape.data(), static_cast<int>(out_shape.size()), out_type,
-                           y.device_data(), call.stream);
+  const std::string interpreted = launch_fused_elementwise(
+      program, operands.data(), static_cast<int>(operands.size()), out_shape.data(),
+      static_cast<int>(out_shape.size()), out_type, y.device_data(), call.stream);
+  call.backend.note_fallback(
+      interpreted.empty() ? interpreted
+                          : "elementwise program interpreted, not generated: " + interpreted);
   call.outputs[0] = std::move(y);
 }
 

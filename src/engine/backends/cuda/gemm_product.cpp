@@ -67,6 +67,20 @@ std::string cuda_backend::node_detail(const node& n) const {
   return it == m_node_details.end() ? std::string() : it->second;
 }
 
+void cuda_backend::note_fallback(const std::string& why) {
+  if (m_running == nullptr) return;
+  if (why.empty()) {
+    m_fallbacks.erase(m_running->name);
+  } else {
+    m_fallbacks.insert_or_assign(m_running->name, why);
+  }
+}
+
+std::string cuda_backend::fallback(const node& n) const {
+  const auto it = m_fallbacks.find(n.name);
+  return it == m_fallbacks.end() ? std::string() : it->second;
+}
+
 void run_product(const op_call& call, const product& p) {
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;
   const std::size_t element = size_of(p.type);
