@@ -8,7 +8,10 @@
 // mask once each), and the fused node again on each kernel forced
 // (COOLBENCH_ATTENTION_KERNEL=fma, mma, split_keys: the float32 FMA kernel,
 // the tensor-core kernels with 64-row tiles and with split keys; "-" where
-// the kernel does not run, float32 and decode).
+// the kernel does not run, float32 and decode), and with the tensor-core
+// kernels' scores in their general form (COOLBENCH_ATTENTION_SCORES=general:
+// each score's bias and mask found from runtime steps; the default takes a
+// form of its own without either, or with a bias of 4-byte pairs).
 //
 //   build/bench/attention_bench [RUNS [NAME [DTYPE]]]
 // NAME keeps the configurations whose name contains it ("bert b32"), DTYPE
@@ -147,8 +150,8 @@ int main(int argc, char** argv) {
   std::printf("%s, %d runs after 5 warm-up runs\n\n", gpu->describe().c_str(), runs);
   std::printf(
       "| config | dtype | unfused ms | fused ms | speed-up | fused TFLOP/s | fused GB/s | fma ms "
-      "| mma ms | split_keys ms |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+      "| mma ms | split_keys ms | general ms |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   int measured = 0;
   for (const auto& c : configs()) {
     const attention_spec& s = c.spec;
@@ -181,16 +184,26 @@ int main(int argc, char** argv) {
       forced[k] = figure;
     }
     ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
+    // The tensor-core kernels' scores in the general form, where the default took another
+    // (no bias or mask, or a bias of whole 4-byte pairs: attention_mma.cu's score_form).
+    std::string general = "-";
+    if (s.type != dtype::float32 && s.sq > 1) {
+      ::setenv("COOLBENCH_ATTENTION_SCORES", "general", 1);
+      char figure[32];
+      std::snprintf(figure, sizeof figure, "%.4f", time_graph(fused, *gpu, runs));
+      general = figure;
+      ::unsetenv("COOLBENCH_ATTENTION_SCORES");
+    }
     const bool causal_prefill = s.mask == mask_kind::causal_where && s.sq > 1;
     const double flops = 4.0 * static_cast<double>(s.batch * s.heads * s.sq * s.sk * s.head_dim) *
                          (causal_prefill ? 0.5 : 1.0);
     const double elements =
         static_cast<double>(s.batch * s.heads * s.head_dim * (2 * s.sq + 2 * s.sk));
     const double bytes = elements * static_cast<double>(size_of(s.type));
-    std::printf("| %s | %s | %.4f | %.4f | %.2fx | %.2f | %.0f | %s | %s | %s |\n", c.name,
+    std::printf("| %s | %s | %.4f | %.4f | %.2fx | %.2f | %.0f | %s | %s | %s | %s |\n", c.name,
                 std::string(to_string(s.type)).c_str(), before, after, before / after,
                 flops / after / 1e9, bytes / after / 1e6, forced[0].c_str(), forced[1].c_str(),
-                forced[2].c_str());
+                forced[2].c_str(), general.c_str());
   }
   if (measured == 0) {
     std::fprintf(stderr, "attention_bench: no configuration named like \"%s\"%s%s\n",

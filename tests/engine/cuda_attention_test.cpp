@@ -114,14 +114,24 @@ void expect_close(const tensor& got, const tensor& want, const std::string& what
 // "fma" forces the float32 FMA kernel for every dtype, "mma" the
 // tensor-core kernel with 64-row tiles, "split_keys" the one with 16-row
 // blocks whose warps split the keys (both 16-bit, sm_90); "default" lets the
-// backend pick (launch_shapes.hpp).
-const char* const k_kernels[] = {"default", "fma", "mma", "split_keys"};
+// backend pick (launch_shapes.hpp). " general" runs the tensor-core kernels'
+// scores in their general form (COOLBENCH_ATTENTION_SCORES), where by default
+// no bias takes the plain form and a bias of an even Sk the bias_rows form.
+const char* const k_kernels[] = {"default",    "fma",         "mma",
+                                 "split_keys", "mma general", "split_keys general"};
 
 void select_kernel(const std::string& kernel) {
-  if (kernel == "default") {
+  const auto space = kernel.find(' ');
+  const std::string name = kernel.substr(0, space);
+  if (name == "default") {
     ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
   } else {
-    ::setenv("COOLBENCH_ATTENTION_KERNEL", kernel.c_str(), 1);
+    ::setenv("COOLBENCH_ATTENTION_KERNEL", name.c_str(), 1);
+  }
+  if (space != std::string::npos) {
+    ::setenv("COOLBENCH_ATTENTION_SCORES", kernel.substr(space + 1).c_str(), 1);
+  } else {
+    ::unsetenv("COOLBENCH_ATTENTION_SCORES");
   }
 }
 
@@ -211,7 +221,7 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
       }
     }
   }
-  ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
+  select_kernel("default");
 }
 
 TEST(cuda_attention, many_batches_and_heads) {
@@ -319,7 +329,8 @@ TEST(cuda_attention, views_of_a_qkv_projection_match_the_cpu) {
     select_kernel(kernel);
     for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
       for (const auto& c : shapes) {
-        for (const auto mask : {mask_kind::none, mask_kind::causal_where}) {
+        // The padding bias too: BERT reads it with its Q, K and V as such views.
+        for (const auto mask : {mask_kind::none, mask_kind::causal_where, mask_kind::bias}) {
           attention_spec s;
           s.type = type, s.batch = 2, s.heads = c.heads, s.sq = c.sq, s.sk = c.sq;
           s.head_dim = c.head_dim, s.mask = mask;
@@ -333,7 +344,7 @@ TEST(cuda_attention, views_of_a_qkv_projection_match_the_cpu) {
       }
     }
   }
-  ::unsetenv("COOLBENCH_ATTENTION_KERNEL");
+  select_kernel("default");
 }
 
 const std::filesystem::path k_models = COOLBENCH_TEST_MODELS;

@@ -17,6 +17,9 @@
 //
 // Every tile is copied by cp.async, the query rows together with the first
 // keys, so a block waits for memory once per tile and not once per operand.
+#include <cstdlib>
+#include <string_view>
+
 #include "engine/backends/cuda/attention_common.cuh"
 #include "engine/backends/cuda/attention_merge.hpp"
 #include "engine/backends/cuda/attention_mma.cuh"
@@ -41,6 +44,13 @@ __device__ __forceinline__ block_at locate(const attention_plan& p, int rows) {
   }
   return at;
 }
+
+// What a kernel adds to its scores, fixed at compile time so that no score tests what it does
+// not have: nothing (GPT-2's causal flag at most, ViT), a bias whose rows run along the keys
+// with stride 1 and start 4 bytes aligned, read two keys a load at offsets known to the
+// compiler (BERT's padding bias), or anything (any strides, a mask), each score's bias and
+// mask found from runtime steps.
+enum class score_form : std::uint8_t { plain, bias_rows, general };
 
 // What a thread's two rows add to their scores, worked out once a block: the
 // keys each row sees, and its bias and mask rows at key 0 (null: none), whose
@@ -84,7 +94,7 @@ __device__ __forceinline__ score_rows<T> rows_at(const attention_plan& p, const 
 // two, as `rows` has them): scores on the tensor cores, adjusted, the
 // running maximum and sum updated, the output rescaled and the
 // probabilities times V added.
-template <class T, int Dim, bool Plain>
+template <class T, int Dim, score_form Form>
 __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][4], const T* ks,
                                             const T* vs, std::int64_t n0, const attention_plan& p,
                                             const score_rows<T>& rows, mma::row_state<Dim>& r) {
@@ -101,8 +111,10 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
   for (int i = 0; i < 2; ++i) {
     const std::int64_t limit = rows.limit[i] - n0;
     visible[i] = limit <= 0 ? 0 : limit >= keys ? keys : static_cast<int>(limit);
-    if constexpr (!Plain) {
-      const std::int64_t first = n0 + tig * 2;
+    const std::int64_t first = n0 + tig * 2;
+    if constexpr (Form == score_form::bias_rows) {
+      bias_at[i] = rows.bias[i] + first;
+    } else if constexpr (Form == score_form::general) {
       if (rows.bias[i] != nullptr) bias_at[i] = rows.bias[i] + first * rows.bias_step;
       if (rows.mask[i] != nullptr) mask_at[i] = rows.mask[i] + first * rows.mask_step;
     }
@@ -119,35 +131,68 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
       mma::mma16816<T>(s[nt], qa[2 * kp], b[0], b[1]);
       mma::mma16816<T>(s[nt], qa[2 * kp + 1], b[2], b[3]);
     }
+  }
+  // Scaled, biased or masked, and hidden past the visible keys: a tile every one of whose keys
+  // both rows see (all but a sequence's last, and the causal diagonal's) skips that test, in
+  // the plain and bias_rows forms.
+  const auto adjust = [&](auto hiding) {
+    constexpr bool hide = decltype(hiding)::value;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int i = e / 2, from_first = nt * 8 + e % 2;  // columns past this thread's first
-      float x = s[nt][e] * p.scale;
-      if (tig * 2 + from_first >= visible[i]) {
-        x = -INFINITY;
-      } else if constexpr (!Plain) {
-        if (bias_at[i] != nullptr) x += load(bias_at[i], from_first * rows.bias_step);
-        if (mask_at[i] != nullptr && mask_at[i][from_first * rows.mask_step] != p.mask_keeps) {
-          x = p.mask_value;
+    for (int nt = 0; nt < keys / 8; ++nt) {
+      // This thread's two adjacent keys of the 8 for each row, one 4-byte load a row; none
+      // past the visible keys (the last row's bias ends at sk, which bias_rows_pair_aligned
+      // keeps even).
+      [[maybe_unused]] std::uint32_t bias_pair[2] = {0, 0};
+      if constexpr (Form == score_form::bias_rows) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          if (!hide || tig * 2 + nt * 8 < visible[i]) {
+            bias_pair[i] = __ldg(reinterpret_cast<const unsigned*>(bias_at[i] + nt * 8));
+          }
         }
       }
-      s[nt][e] = x;
-      tile_peak[i] = fmaxf(tile_peak[i], x);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = e / 2, from_first = nt * 8 + e % 2;  // columns past this thread's first
+        float x = s[nt][e] * p.scale;
+        if (hide && tig * 2 + from_first >= visible[i]) {
+          x = -INFINITY;
+        } else if constexpr (Form == score_form::bias_rows) {
+          x += mma::unpack<T>(bias_pair[i], e % 2);
+        } else if constexpr (Form == score_form::general) {
+          if (bias_at[i] != nullptr) x += load(bias_at[i], from_first * rows.bias_step);
+          if (mask_at[i] != nullptr && mask_at[i][from_first * rows.mask_step] != p.mask_keeps) {
+            x = p.mask_value;
+          }
+        }
+        s[nt][e] = x;
+        tile_peak[i] = fmaxf(tile_peak[i], x);
+      }
     }
+  };
+  // The general form always tests: its code twice spilled at head dim 64.
+  if (Form != score_form::general && visible[0] == keys && visible[1] == keys) {
+    adjust(std::false_type{});
+  } else {
+    adjust(std::true_type{});
   }
-  float base[2], rescale[2], tile_total[2] = {0, 0};
+  // exp(x - base) as 2^(x·log2 e - base·log2 e): one FFMA and the MUFU a score, where __expf's
+  // subtraction, scaling and its guard of results below 2^-126 took five (such a probability
+  // adds nothing to a row whose largest is 1).
+  float base_log2[2], rescale[2], tile_total[2] = {0, 0};
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const float next = fmaxf(r.peak[i], row_max(tile_peak[i]));
-    base[i] = next == -INFINITY ? 0.0F : next;  // a row hidden so far adds nothing
-    rescale[i] = __expf(r.peak[i] - base[i]);
+    const float base = next == -INFINITY ? 0.0F : next;  // a row hidden so far adds nothing
+    base_log2[i] = base * mma::k_log2e;
+    rescale[i] = mma::exp2_ftz((r.peak[i] - base) * mma::k_log2e);
     r.peak[i] = next;
   }
 #pragma unroll
   for (int nt = 0; nt < keys / 8; ++nt) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      s[nt][e] = __expf(s[nt][e] - base[e / 2]);
+      s[nt][e] = mma::exp2_ftz(fmaf(s[nt][e], mma::k_log2e, -base_log2[e / 2]));
       tile_total[e / 2] += s[nt][e];
     }
   }
@@ -215,7 +260,7 @@ __device__ __forceinline__ void store_rows(const mma::row_state<Dim>& r, const a
 
 // Three blocks an SM at head dim 64 (168 registers a thread or fewer, no spills: the second
 // tile's addresses took it to 189 and two blocks otherwise); two at 128.
-template <class T, int Dim, bool Plain>
+template <class T, int Dim, score_form Form>
 __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 ? 3 : 2)
     rows64_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
                   attention_plan p) {
@@ -251,7 +296,7 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 ? 3 : 2)
     if (n0 + keys < at.end) copy_keys(n0 + keys, buffer ^ 1);
     if (n0 == 0) mma::query_fragments<T, Dim>(qs, r0, tig, qa);
     const T* ks = tiles + buffer * 2 * keys * st;
-    attend_tile<T, Dim, Plain>(qa, ks, ks + keys * st, n0, p, rows, r);
+    attend_tile<T, Dim, Form>(qa, ks, ks + keys * st, n0, p, rows, r);
   }
   mma::wait_copies();  // the query rows' copies, where no key is visible to any row
   store_rows<T, Dim>(r, p, at, r0, tig, out);
@@ -261,8 +306,8 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 ? 3 : 2)
 // free, the kernel without bias took 235 at head dim 64 and 213 at 128, two blocks, and a
 // head dim 128 causal prefill of 512 took 0.0243 ms on an H100, 0.0204 before on another). With a
 // bias or mask at head dim 128 three blocks' registers would spill: two there.
-template <class T, int Dim, bool Plain>
-__global__ void __launch_bounds__(mma::k_threads, Dim <= 64 || Plain ? 3 : 1)
+template <class T, int Dim, score_form Form>
+__global__ void __launch_bounds__(mma::k_threads, Dim <= 64 || Form == score_form::plain ? 3 : 1)
     split_keys_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
                       attention_plan p) {
   constexpr int keys = mma::keys_per_tile<Dim>, st = mma::stride<Dim>;
@@ -298,7 +343,7 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 || Plain ? 3 : 1)
       mma::wait_copies();
       __syncwarp();  // the tile, from every lane's copies
     }
-    attend_tile<T, Dim, Plain>(qa, ks, vs, n0, p, rows, r);
+    attend_tile<T, Dim, Form>(qa, ks, vs, n0, p, rows, r);
   }
   // Warps 1 to 3 leave their partial rows in shared memory (those that saw
   // keys), and warp 0 merges them into its own in registers and stores.
@@ -343,39 +388,57 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 || Plain ? 3 : 1)
   store_rows<T, Dim>(r, p, at, g, tig, out);
 }
 
-template <class T, int Dim, bool Plain>
+// Whether score_form::bias_rows reads this bias right: stride 1 along the keys, every row
+// starting 4 bytes aligned (the pointer, and even strides of batch, head and row), and an even
+// number of keys, so that a pair starting at a visible key never passes the row's end.
+bool bias_rows_pair_aligned(const void* bias, const attention_plan& p) {
+  return bias != nullptr && p.bias_stride[3] == 1 && p.sk % 2 == 0 &&
+         reinterpret_cast<std::uintptr_t>(bias) % 4 == 0 && p.bias_stride[0] % 2 == 0 &&
+         p.bias_stride[1] % 2 == 0 && p.bias_stride[2] % 2 == 0;
+}
+
+template <class T, int Dim, score_form Form>
 void launch_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
                    const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(l.blocks_x), static_cast<unsigned>(l.blocks_y));
   if (l.kernel == attention_kernel::mma_split_keys) {
     constexpr std::size_t bytes = mma::split_shared_bytes<Dim>;
-    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(split_keys_kernel<T, Dim, Plain>,
+    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(split_keys_kernel<T, Dim, Form>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(bytes)));
-    split_keys_kernel<T, Dim, Plain>
+    split_keys_kernel<T, Dim, Form>
         <<<grid, mma::k_threads, bytes, stream>>>(q, k, v, bias, mask, out, p);
   } else {
     constexpr std::size_t bytes = mma::shared_bytes<Dim>;  // over 48 KB for head dim 128
-    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(rows64_kernel<T, Dim, Plain>,
+    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(rows64_kernel<T, Dim, Form>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(bytes)));
-    rows64_kernel<T, Dim, Plain>
+    rows64_kernel<T, Dim, Form>
         <<<grid, mma::k_threads, bytes, stream>>>(q, k, v, bias, mask, out, p);
   }
   check_launch();
 }
 
-// Without a bias or a mask (the causal flag at most, as GPT-2 gives) a
-// kernel of its own: each score's adjustment is unrolled 32 times a tile,
-// and with the bias's and mask's paths in every copy the code outgrew the
-// instruction cache (docs/perf/engine.md, 2026-12-06 morning).
+// Each score form a kernel of its own (score_form): a score's adjustment is unrolled 32 times
+// a tile, and with the bias's and mask's paths in every copy the code outgrew the instruction
+// cache (docs/perf/engine.md, 2026-12-06 morning); the general form's runtime steps and
+// branches took a BERT layer's padding bias to twice the instructions of no bias (ncu and the
+// SASS: docs/perf/engine.md, "2026-12-06, late").
+// COOLBENCH_ATTENTION_SCORES=general runs every launch in the general form, for comparisons
+// (attention_bench's "general" column) and tests.
 template <class T, int Dim>
 void launch(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
             const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
-  if (bias == nullptr && mask == nullptr) {
-    launch_kernel<T, Dim, true>(q, k, v, bias, mask, out, p, l, stream);
+  const char* forced = std::getenv("COOLBENCH_ATTENTION_SCORES");
+  const bool general = forced != nullptr && std::string_view(forced) == "general";
+  if (general) {
+    launch_kernel<T, Dim, score_form::general>(q, k, v, bias, mask, out, p, l, stream);
+  } else if (bias == nullptr && mask == nullptr) {
+    launch_kernel<T, Dim, score_form::plain>(q, k, v, bias, mask, out, p, l, stream);
+  } else if (mask == nullptr && bias_rows_pair_aligned(bias, p)) {
+    launch_kernel<T, Dim, score_form::bias_rows>(q, k, v, bias, mask, out, p, l, stream);
   } else {
-    launch_kernel<T, Dim, false>(q, k, v, bias, mask, out, p, l, stream);
+    launch_kernel<T, Dim, score_form::general>(q, k, v, bias, mask, out, p, l, stream);
   }
 }
 

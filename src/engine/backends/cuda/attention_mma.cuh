@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstring>
+#include <type_traits>
 
 #include "engine/backends/cuda/attention.hpp"
 #include "engine/backends/cuda/common.cuh"
@@ -87,6 +88,15 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const std::uint32_t (&a)
 #endif
 }
 
+constexpr float k_log2e = 1.4426950408889634F;
+
+// 2^x by the MUFU alone (ex2.approx.ftz): results below 2^-126 become 0.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y = 0;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 template <class T>
 __device__ __forceinline__ std::uint32_t pack(float lo, float hi) {
   std::uint32_t bits = 0;
@@ -98,6 +108,17 @@ __device__ __forceinline__ std::uint32_t pack(float lo, float hi) {
     memcpy(&bits, &h, 4);
   }
   return bits;
+}
+
+// Half `high` (0: the low 16 bits) of two packed 16-bit values, as a float.
+template <class T>
+__device__ __forceinline__ float unpack(std::uint32_t bits, int high) {
+  const auto half_bits = static_cast<unsigned short>(high != 0 ? bits >> 16 : bits & 0xffffU);
+  if constexpr (std::is_same_v<T, __half>) {
+    return __half2float(__ushort_as_half(half_bits));
+  } else {
+    return __bfloat162float(__ushort_as_bfloat16(half_bits));
+  }
 }
 
 template <class T>
