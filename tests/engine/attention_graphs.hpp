@@ -31,6 +31,10 @@ struct attention_spec {
   mask_kind mask = mask_kind::none;
   bool split_scale = false;      // Mul on Q and on Kᵀ (SDPA) instead of Div on the scores
   bool causal_as_input = false;  // the causal mask a graph input (not folded)
+  /// mask_kind::bias: the first half of every row's keys at the dtype's lowest value, as a
+  /// left-padded batch's additive mask (HF's finfo.min): whole tiles of keys hidden by a
+  /// finite value before any visible one (the test fills the input; the graph is the same).
+  bool left_padded = false;
 };
 
 inline node make(std::string op, std::vector<std::string> in, std::vector<std::string> out,

@@ -139,6 +139,7 @@ struct kernel_case {
   std::int64_t sq, past, head_dim;
   mask_kind mask;
   bool mask_as_input;
+  bool left_padded = false;
 };
 
 void check_kernel(const attention_spec& s, backend& cpu, cuda::cuda_backend& gpu,
@@ -160,6 +161,20 @@ void check_kernel(const attention_spec& s, backend& cpu, cuda::cuda_backend& gpu
       inputs[v.name] = future_mask(s.sq, s.sk, v.name == "future");
     } else {
       inputs[v.name] = random_tensor(v.type, shape, rng, v.name == "bias" ? 2.0F : 1.0F);
+    }
+  }
+  if (s.left_padded) {
+    tensor& bias = inputs.at("bias");
+    const float lowest = s.type == dtype::float32   ? -3.4028235e38F
+                         : s.type == dtype::float16 ? -65504.0F
+                                                    : -3.3895314e38F;
+    const tensor one = float_scalar(s.type, lowest);
+    const std::size_t size = one.raw().size();
+    for (std::int64_t row = 0; row < bias.size() / s.sk; ++row) {
+      for (std::int64_t key = 0; key < s.sk / 2; ++key) {
+        std::memcpy(bias.raw().data() + (row * s.sk + key) * static_cast<std::int64_t>(size),
+                    one.raw().data(), size);
+      }
     }
   }
   const values want = run_nodes(unfused, inputs, cpu);
@@ -199,6 +214,14 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
   cases.push_back({7, 1, 64, mask_kind::causal_where, false});
   cases.push_back({17, 37, 80, mask_kind::causal_add, true});  // an odd past, partial tiles
   cases.push_back({1, 1, 96, mask_kind::causal_add, true});
+  // A left-padded batch's bias at the dtype's lowest: the first tiles of keys hidden by a
+  // finite value, so a row's running maximum sits there (-3.4e38 in bfloat16) until its first
+  // visible key; an even Sk (the bias_rows form) and an odd one (general).
+  for (const std::int64_t sq : {128, 197}) {
+    for (const std::int64_t head_dim : {64, 128}) {
+      cases.push_back({sq, 0, head_dim, mask_kind::bias, false, true});
+    }
+  }
   // The dynamo export's folded causal bias (float16: 0 and -65504), fused to the causal flag.
   cases.push_back({128, 0, 64, mask_kind::causal_folded_bias, false});
   cases.push_back({7, 128, 64, mask_kind::causal_folded_bias, false});
@@ -213,10 +236,12 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
         s.type = type, s.sq = c.sq, s.sk = c.sq + c.past, s.head_dim = c.head_dim;
         s.mask = c.mask, s.causal_as_input = c.mask_as_input;
         s.split_scale = c.mask == mask_kind::causal_add;
+        s.left_padded = c.left_padded;
         const std::string what = std::string(kernel) + " " + std::string(to_string(type)) + " sq " +
                                  std::to_string(c.sq) + " past " + std::to_string(c.past) + " d " +
                                  std::to_string(c.head_dim) + " mask " +
-                                 std::to_string(static_cast<int>(c.mask));
+                                 std::to_string(static_cast<int>(c.mask)) +
+                                 (c.left_padded ? " left-padded" : "");
         check_kernel(s, *cpu, gpu, what);
       }
     }

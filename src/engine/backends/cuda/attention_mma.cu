@@ -93,8 +93,9 @@ __device__ __forceinline__ score_rows<T> rows_at(const attention_plan& p, const 
 // One tile of keys [n0, n0 + keys) for the warp's 16 rows (this thread's
 // two, as `rows` has them): scores on the tensor cores, adjusted, the
 // running maximum and sum updated, the output rescaled and the
-// probabilities times V added.
-template <class T, int Dim, score_form Form>
+// probabilities times V added. `FullTiles`: a tile every key of whose rows
+// is visible skips the visible-key test, in a second copy of the adjustment.
+template <class T, int Dim, score_form Form, bool FullTiles>
 __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][4], const T* ks,
                                             const T* vs, std::int64_t n0, const attention_plan& p,
                                             const score_rows<T>& rows, mma::row_state<Dim>& r) {
@@ -132,9 +133,9 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
       mma::mma16816<T>(s[nt], qa[2 * kp + 1], b[2], b[3]);
     }
   }
-  // Scaled, biased or masked, and hidden past the visible keys: a tile every one of whose keys
-  // both rows see (all but a sequence's last, and the causal diagonal's) skips that test, in
-  // the plain and bias_rows forms.
+  // Scaled, biased or masked, and hidden past the visible keys: with FullTiles a tile every one
+  // of whose keys both rows see (all but a sequence's last, and the causal diagonal's) skips
+  // that test.
   const auto adjust = [&](auto hiding) {
     constexpr bool hide = decltype(hiding)::value;
 #pragma unroll
@@ -170,29 +171,29 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
       }
     }
   };
-  // The general form always tests: its code twice spilled at head dim 64.
-  if (Form != score_form::general && visible[0] == keys && visible[1] == keys) {
+  if (FullTiles && visible[0] == keys && visible[1] == keys) {
     adjust(std::false_type{});
   } else {
     adjust(std::true_type{});
   }
-  // exp(x - base) as 2^(x·log2 e - base·log2 e): one FFMA and the MUFU a score, where __expf's
-  // subtraction, scaling and its guard of results below 2^-126 took five (such a probability
-  // adds nothing to a row whose largest is 1).
-  float base_log2[2], rescale[2], tile_total[2] = {0, 0};
+  // exp(x - base) as 2^((x - base)·log2 e) by the MUFU alone: three instructions a score, where
+  // __expf's guard of results below 2^-126 made it five (such a probability adds nothing to a
+  // row whose largest is 1). Not one FMA, x·log2 e - base·log2 e: base·log2 e overflows for a
+  // base below -2.4e38, a row masked so far by bfloat16's or float32's lowest, whose scores
+  // must still weigh equally.
+  float base[2], rescale[2], tile_total[2] = {0, 0};
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const float next = fmaxf(r.peak[i], row_max(tile_peak[i]));
-    const float base = next == -INFINITY ? 0.0F : next;  // a row hidden so far adds nothing
-    base_log2[i] = base * mma::k_log2e;
-    rescale[i] = mma::exp2_ftz((r.peak[i] - base) * mma::k_log2e);
+    base[i] = next == -INFINITY ? 0.0F : next;  // a row hidden so far adds nothing
+    rescale[i] = mma::exp2_ftz((r.peak[i] - base[i]) * mma::k_log2e);
     r.peak[i] = next;
   }
 #pragma unroll
   for (int nt = 0; nt < keys / 8; ++nt) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      s[nt][e] = mma::exp2_ftz(fmaf(s[nt][e], mma::k_log2e, -base_log2[e / 2]));
+      s[nt][e] = mma::exp2_ftz((s[nt][e] - base[e / 2]) * mma::k_log2e);
       tile_total[e / 2] += s[nt][e];
     }
   }
@@ -296,7 +297,8 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 ? 3 : 2)
     if (n0 + keys < at.end) copy_keys(n0 + keys, buffer ^ 1);
     if (n0 == 0) mma::query_fragments<T, Dim>(qs, r0, tig, qa);
     const T* ks = tiles + buffer * 2 * keys * st;
-    attend_tile<T, Dim, Form>(qa, ks, ks + keys * st, n0, p, rows, r);
+    // The general form always tests: its code twice spilled at head dim 64.
+    attend_tile<T, Dim, Form, Form != score_form::general>(qa, ks, ks + keys * st, n0, p, rows, r);
   }
   mma::wait_copies();  // the query rows' copies, where no key is visible to any row
   store_rows<T, Dim>(r, p, at, r0, tig, out);
@@ -343,7 +345,8 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 || Form == score_for
       mma::wait_copies();
       __syncwarp();  // the tile, from every lane's copies
     }
-    attend_tile<T, Dim, Form>(qa, ks, vs, n0, p, rows, r);
+    // One copy of the adjustment: with two the bias_rows form spilled at head dim 64.
+    attend_tile<T, Dim, Form, false>(qa, ks, vs, n0, p, rows, r);
   }
   // Warps 1 to 3 leave their partial rows in shared memory (those that saw
   // keys), and warp 0 merges them into its own in registers and stores.
