@@ -99,22 +99,22 @@ TEST(launch_shapes, attention_splits_the_keys_where_64_row_tiles_leave_sms_idle)
   l = plan_attention(12, 197, 197, true, k_h200_sms, "");
   EXPECT_EQ(l.kernel, attention_kernel::mma_split_keys);
   EXPECT_EQ(l.blocks_y, 13);
-  // Under two waves of 64-row blocks that walk 512 keys or more: split, as
-  // GPT-2 at 1024 tokens (192 blocks, 16 key tiles: 45 against 59 us on an H200).
+  // Fewer blocks than SMs over at most 256 x 256 scores: split; over more, 64-row tiles, as
+  // GPT-2 at 1024 tokens (192 blocks: 22.4 against 31.0 us split on an H100) and head dim 128
+  // at 512 tokens (96 blocks: 17.1 against 19.6 us).
   l = plan_attention(12, 1024, 1024, true, k_h200_sms, "");
-  EXPECT_EQ(l.kernel, attention_kernel::mma_split_keys);
-  EXPECT_EQ(l.blocks_y, 64);
-  // The edges: 511 keys, or 264 blocks (two waves of 132), take 64-row tiles.
-  EXPECT_EQ(plan_attention(24, 511, 511, true, k_h200_sms, "").kernel,
-            attention_kernel::mma_rows64);  // 192 blocks, walks of 511 keys
-  EXPECT_EQ(plan_attention(24, 512, 512, true, k_h200_sms, "").kernel,
-            attention_kernel::mma_split_keys);  // 192 blocks, walks of 512
-  EXPECT_EQ(plan_attention(33, 512, 512, true, k_h200_sms, "").kernel,
-            attention_kernel::mma_rows64);  // 264 blocks
+  EXPECT_EQ(l.kernel, attention_kernel::mma_rows64);
+  EXPECT_EQ(l.blocks_y, 16);
+  EXPECT_EQ(plan_attention(12, 512, 512, true, k_h200_sms, "").kernel,
+            attention_kernel::mma_rows64);  // 96 blocks, 512 x 512 scores
   EXPECT_EQ(plan_attention(131, 64, 512, true, k_h200_sms, "").kernel,
-            attention_kernel::mma_split_keys);  // 131 blocks: under one wave
-  // Enough blocks of 64 rows, or short walks: GPT-2 at batch 8 (192 blocks of
-  // 2 tiles), BERT and ViT at batch 32, GPT-2 at 1024 tokens and batch 2 (384).
+            attention_kernel::mma_split_keys);  // 131 blocks over 64 x 512 scores
+  EXPECT_EQ(plan_attention(131, 64, 1025, true, k_h200_sms, "").kernel,
+            attention_kernel::mma_rows64);  // over 256 x 256
+  EXPECT_EQ(plan_attention(132, 64, 512, true, k_h200_sms, "").kernel,
+            attention_kernel::mma_rows64);  // a block an SM
+  // Enough blocks of 64 rows: GPT-2 at batch 8 (192 blocks of 2 tiles), BERT and ViT at
+  // batch 32, GPT-2 at 1024 tokens and batch 2 (384).
   for (const auto& [bh, s] :
        {std::pair<std::int64_t, std::int64_t>{96, 128}, {24, 1024}, {384, 128}, {384, 197}}) {
     l = plan_attention(bh, s, s, true, k_h200_sms, "");

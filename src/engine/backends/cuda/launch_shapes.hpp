@@ -141,12 +141,17 @@ inline std::int64_t attention_decode_chunk(std::int64_t batch_heads, std::int64_
 /// GPU's multiprocessors. `forced`: "" picks; "fma", "mma" (64-row tiles)
 /// or "split_keys" take that kernel wherever it runs (decode always splits).
 /// By default the tensor cores take 64-row tiles unless that makes fewer
-/// blocks than SMs, or fewer than two waves of blocks that each walk 512
-/// keys or more: then 16-row blocks that split the keys (4 times the
-/// blocks, each walking a quarter of the key tiles). Measured on an H200
-/// (2026-12-06, attention_bench): GPT-2 at 1024 tokens (192 blocks of 64
-/// rows, 16 key tiles) 45 us split against 59 us; at batch 8 and 128
-/// tokens (192 blocks, 2 tiles) 18.7 us split against 13.3 us.
+/// blocks than SMs over at most 256 x 256 scores a (batch, head): then
+/// 16-row blocks that split the keys (4 times the blocks, each walking a
+/// quarter of the key tiles). Splitting reads every key tile once per 16
+/// query rows, not per 64, 4 times the L2 traffic, which long sequences
+/// pay. Measured with attention_bench on an H100 after the score forms
+/// (2026-12-06, late; both 16-bit dtypes): GPT-2 at 1024 tokens (192
+/// blocks) 22.4 us on 64-row tiles against 31.0 split, head dim 128 at 512
+/// tokens (96 blocks) 17.1 against 19.6-20.1; earlier on an H200 split had
+/// won the first (45 against 59 us) and lost GPT-2 at batch 8 and 128
+/// tokens (18.7 against 13.3). Between 197 x 197 (ViT at batch 1, split)
+/// and 512 x 512 the bound is not measured.
 inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq, std::int64_t sk,
                                        bool tensor_cores, int sms, std::string_view forced) {
   attention_launch l;
@@ -164,7 +169,7 @@ inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq
     return l;
   }
   const std::int64_t blocks64 = batch_heads * tiles(64);
-  const bool few = blocks64 < sms || (sk >= 512 && blocks64 < 2 * std::int64_t{sms});
+  const bool few = blocks64 < sms && sq * sk <= 256 * 256;
   const bool split = forced == "split_keys" || (forced != "mma" && few);
   l.kernel =
       split && tiles(16) <= 65535 ? attention_kernel::mma_split_keys : attention_kernel::mma_rows64;
