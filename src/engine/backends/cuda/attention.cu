@@ -54,6 +54,43 @@ __device__ __forceinline__ void score_tile(const float* qs, const float* ks, int
   }
 }
 
+// Rows [base, base + Rows) of a matrix of head_dim d columns, rows `ld`
+// elements apart, as floats: zero past `count` rows and past d columns. Each
+// thread keeps one column and steps down the rows (k_threads / Dim rows a
+// trip), so its addresses are one pointer plus a constant stride, and every
+// load of the tile is issued before the first store (fetch(), then store()):
+// a thread waits out the memory latency once a tile. A loop of one element
+// a trip, its bound unknown to the compiler, waited once per element, 16
+// round trips a tile at head dim 64.
+template <class T, int Dim, int Rows>
+struct tile_rows {
+  static_assert(k_threads % Dim == 0, "a trip covers whole rows");
+  static constexpr int rows_a_trip = k_threads / Dim;
+  static constexpr int trips = Rows / rows_a_trip;
+  static_assert(Rows % rows_a_trip == 0);
+  float held[trips];
+
+  __device__ __forceinline__ void fetch(const T* from, std::int64_t base, std::int64_t count,
+                                        std::int64_t d, std::int64_t ld) {
+    const int c = static_cast<int>(threadIdx.x) % Dim, r0 = static_cast<int>(threadIdx.x) / Dim;
+    const std::int64_t left = count - base - r0;  // rows of the matrix from this thread's first
+    const int rows_left = left <= 0 ? 0 : left >= Rows ? Rows : static_cast<int>(left);
+    const bool column = c < d;
+    const T* at = from + (column && rows_left > 0 ? (base + r0) * ld + c : 0);
+    const std::int64_t step = rows_a_trip * ld;
+#pragma unroll
+    for (int t = 0; t < trips; ++t) {
+      held[t] = column && t * rows_a_trip < rows_left ? load(at, t * step) : 0.0F;
+    }
+  }
+  // Into shared rows `stride` floats apart, each value times `scale`.
+  __device__ __forceinline__ void store(float* to, int stride, float scale) const {
+    const int c = static_cast<int>(threadIdx.x) % Dim, r0 = static_cast<int>(threadIdx.x) / Dim;
+#pragma unroll
+    for (int t = 0; t < trips; ++t) to[(r0 + t * rows_a_trip) * stride + c] = held[t] * scale;
+  }
+};
+
 // At least 4 blocks per SM (128 registers a thread at most): the register
 // budget ptxas otherwise picks spills the bfloat16 variant.
 template <class T, int Dim>
@@ -71,10 +108,10 @@ __global__ void __launch_bounds__(k_threads, 4)
   const T* qb = q + b * p.q_stride[0] + h * p.q_stride[1];
   const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1];
   const T* vb = v + b * p.v_stride[0] + h * p.v_stride[1];
-  for (int e = threadIdx.x; e < k_rows * Dim; e += k_threads) {
-    const int r = e / Dim, c = e % Dim;
-    qs[r * (Dim + 1) + c] =
-        m0 + r < p.sq && c < d ? load(qb, (m0 + r) * p.q_stride[2] + c) * p.scale : 0.0F;
+  {
+    tile_rows<T, Dim, k_rows> rows;
+    rows.fetch(qb, m0, p.sq, d, p.q_stride[2]);
+    rows.store(qs, Dim + 1, p.scale);
   }
   const int row = threadIdx.x / 4, lane4 = threadIdx.x % 4;
   const std::int64_t i = m0 + row;
@@ -89,12 +126,20 @@ __global__ void __launch_bounds__(k_threads, 4)
     end = last + 1 < end ? last + 1 : end;
   }
   for (std::int64_t n0 = 0; n0 < end; n0 += k_keys) {
-    __syncthreads();  // the previous tile's readers are done
-    for (int e = threadIdx.x; e < k_keys * Dim; e += k_threads) {
-      const int j = e / Dim, c = e % Dim;
-      const bool valid = n0 + j < p.sk && c < d;
-      ks[j * (Dim + 1) + c] = valid ? load(kb, (n0 + j) * p.k_stride[2] + c) : 0.0F;
-      vs[j * Dim + c] = valid ? load(vb, (n0 + j) * p.v_stride[2] + c) : 0.0F;
+    {
+      // K's and V's loads in flight together before the barrier that frees the previous tile;
+      // at head dim 128 a quarter of the tile at a time, 16 registers (the kernel is at its 128
+      // there, and the whole tile's 64 spilled; not unrolled, so no part's loads move up).
+      constexpr int parts = Dim <= 64 ? 1 : 4, part_rows = k_keys / parts;
+#pragma unroll 1
+      for (int part = 0; part < parts; ++part) {
+        tile_rows<T, Dim, part_rows> keys, values;
+        keys.fetch(kb, n0 + part * part_rows, p.sk, d, p.k_stride[2]);
+        values.fetch(vb, n0 + part * part_rows, p.sk, d, p.v_stride[2]);
+        if (part == 0) __syncthreads();  // the previous tile's readers are done
+        keys.store(ks + part * part_rows * (Dim + 1), Dim + 1, 1.0F);
+        values.store(vs + part * part_rows * Dim, Dim, 1.0F);
+      }
     }
     __syncthreads();
     float s[k_per_thread];
