@@ -287,7 +287,8 @@ void launch_flash(const T* q, const T* k, const T* v, const T* bias, const bool*
 // The kernel for a plan: the tensor cores where their sm_90 code is (the
 // PTX the project also ships is for compute_75, without mma) and the dtype
 // is 16-bit; COOLBENCH_ATTENTION_KERNEL=fma, mma or split_keys forces one
-// (launch_shapes.hpp), for comparisons and tests.
+// (launch_shapes.hpp), and COOLBENCH_ATTENTION_SCORES=general the tensor-core
+// kernels' general score form (attention_mma.cu), for comparisons and tests.
 attention_launch choose(const attention_plan& p, bool sixteen_bits) {
   const char* env = std::getenv("COOLBENCH_ATTENTION_KERNEL");
   const std::string_view forced = env == nullptr ? "" : env;
@@ -299,8 +300,11 @@ attention_launch choose(const attention_plan& p, bool sixteen_bits) {
   constexpr std::int64_t step_limit = std::int64_t{1} << 24;
   const bool steps_fit =
       std::llabs(p.bias_stride[3]) < step_limit && std::llabs(p.mask_stride[3]) < step_limit;
-  return plan_attention(p.batch * p.heads, p.sq, p.sk, sixteen_bits && major == 9 && steps_fit, sms,
-                        forced);
+  attention_launch l = plan_attention(p.batch * p.heads, p.sq, p.sk,
+                                      sixteen_bits && major == 9 && steps_fit, sms, forced);
+  const char* scores = std::getenv("COOLBENCH_ATTENTION_SCORES");
+  l.general_scores = scores != nullptr && std::string_view(scores) == "general";
+  return l;
 }
 
 }  // namespace

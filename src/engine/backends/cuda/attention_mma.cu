@@ -17,9 +17,6 @@
 //
 // Every tile is copied by cp.async, the query rows together with the first
 // keys, so a block waits for memory once per tile and not once per operand.
-#include <cstdlib>
-#include <string_view>
-
 #include "engine/backends/cuda/attention_common.cuh"
 #include "engine/backends/cuda/attention_merge.hpp"
 #include "engine/backends/cuda/attention_mma.cuh"
@@ -427,14 +424,12 @@ void launch_kernel(const T* q, const T* k, const T* v, const T* bias, const bool
 // cache (docs/perf/engine.md, 2026-12-06 morning); the general form's runtime steps and
 // branches took a BERT layer's padding bias to twice the instructions of no bias (ncu and the
 // SASS: docs/perf/engine.md, "2026-12-06, late").
-// COOLBENCH_ATTENTION_SCORES=general runs every launch in the general form, for comparisons
-// (attention_bench's "general" column) and tests.
+// l.general_scores (COOLBENCH_ATTENTION_SCORES=general) runs every launch in the general form,
+// for comparisons (attention_bench's "general" column) and tests.
 template <class T, int Dim>
 void launch(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
             const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
-  const char* forced = std::getenv("COOLBENCH_ATTENTION_SCORES");
-  const bool general = forced != nullptr && std::string_view(forced) == "general";
-  if (general) {
+  if (l.general_scores) {
     launch_kernel<T, Dim, score_form::general>(q, k, v, bias, mask, out, p, l, stream);
   } else if (bias == nullptr && mask == nullptr) {
     launch_kernel<T, Dim, score_form::plain>(q, k, v, bias, mask, out, p, l, stream);

@@ -124,6 +124,9 @@ struct attention_launch {
   std::int64_t blocks_x = 0;  // batch x heads
   std::int64_t blocks_y = 0;  // query tiles, or decode's chunks of keys
   std::int64_t chunk = 0;     // decode: keys a block
+  /// Tensor cores: every score in attention_mma.cu's general form, whatever the bias
+  /// (COOLBENCH_ATTENTION_SCORES=general, read with the kernel's own switch in choose()).
+  bool general_scores = false;
 };
 
 inline constexpr std::int64_t k_attention_max_chunk = 256;
