@@ -111,14 +111,16 @@ void expect_close(const tensor& got, const tensor& want, const std::string& what
   EXPECT_EQ(bad, 0U) << what << ": max |difference| " << worst;
 }
 
-// "fma" forces the float32 FMA kernel for every dtype, "mma" the
-// tensor-core kernel with 64-row tiles, "split_keys" the one with 16-row
-// blocks whose warps split the keys (both 16-bit, sm_90); "default" lets the
-// backend pick (launch_shapes.hpp). " general" runs the tensor-core kernels'
-// scores in their general form (COOLBENCH_ATTENTION_SCORES), where by default
-// no bias takes the plain form and a bias of an even Sk the bias_rows form.
-const char* const k_kernels[] = {"default",    "fma",         "mma",
-                                 "split_keys", "mma general", "split_keys general"};
+// "fma32" and "fma64" force the register-tiled FMA kernel with 32 or 64
+// query rows a block for every dtype, "fma_row_threads" its forerunner,
+// "mma" the tensor-core kernel with 64-row tiles, "split_keys" the one with
+// 16-row blocks whose warps split the keys (both 16-bit, sm_90); "default"
+// lets the backend pick (launch_shapes.hpp). " general" runs the tensor-core
+// kernels' scores in their general form (COOLBENCH_ATTENTION_SCORES), where
+// by default no bias takes the plain form and a bias of an even Sk the
+// bias_rows form.
+const char* const k_kernels[] = {"default", "fma32",      "fma64",       "fma_row_threads",
+                                 "mma",     "split_keys", "mma general", "split_keys general"};
 
 void select_kernel(const std::string& kernel) {
   const auto space = kernel.find(' ');
@@ -225,12 +227,15 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
   // The dynamo export's folded causal bias (float16: 0 and -65504), fused to the causal flag.
   cases.push_back({128, 0, 64, mask_kind::causal_folded_bias, false});
   cases.push_back({7, 128, 64, mask_kind::causal_folded_bias, false});
-  // float16 and bfloat16 on the kernel the backend picks, then on each
-  // kernel forced; float32 always takes the FMA kernel.
+  // Every dtype on the kernel the backend picks, then on each kernel forced;
+  // float32 runs only the FMA kernels.
   for (const char* kernel : k_kernels) {
     select_kernel(kernel);
     for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
-      if (type == dtype::float32 && std::string(kernel) != "default") continue;  // fma already
+      if (type == dtype::float32 && !std::string(kernel).starts_with("fma") &&
+          std::string(kernel) != "default") {
+        continue;
+      }
       for (const auto& c : cases) {
         attention_spec s;
         s.type = type, s.sq = c.sq, s.sk = c.sq + c.past, s.head_dim = c.head_dim;

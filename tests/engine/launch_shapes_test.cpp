@@ -80,7 +80,9 @@ constexpr int k_h200_sms = 132;
 
 std::int64_t rows_of(attention_kernel k) {
   switch (k) {
-    case attention_kernel::fma_rows32: return 32;
+    case attention_kernel::fma_tiled32: return 32;
+    case attention_kernel::fma_tiled64: return 64;
+    case attention_kernel::fma_row_threads: return 32;
     case attention_kernel::mma_rows64: return 64;
     case attention_kernel::mma_split_keys: return 16;
     case attention_kernel::decode_split: break;
@@ -125,22 +127,46 @@ TEST(launch_shapes, attention_splits_the_keys_where_64_row_tiles_leave_sms_idle)
 
 TEST(launch_shapes, attention_takes_the_kernel_forced_or_the_only_one_that_runs) {
   EXPECT_EQ(plan_attention(12, 128, 128, false, k_h200_sms, "").kernel,
-            attention_kernel::fma_rows32);  // float32, or no sm_90
+            attention_kernel::fma_tiled32);  // float32, or no sm_90
   EXPECT_EQ(plan_attention(12, 128, 128, true, k_h200_sms, "fma").kernel,
-            attention_kernel::fma_rows32);
+            attention_kernel::fma_tiled32);
+  EXPECT_EQ(plan_attention(12, 128, 128, true, k_h200_sms, "fma64").kernel,
+            attention_kernel::fma_tiled64);
+  EXPECT_EQ(plan_attention(384, 128, 128, false, k_h200_sms, "fma32").kernel,
+            attention_kernel::fma_tiled32);
+  EXPECT_EQ(plan_attention(384, 128, 128, true, k_h200_sms, "fma_row_threads").kernel,
+            attention_kernel::fma_row_threads);
   EXPECT_EQ(plan_attention(12, 128, 128, true, k_h200_sms, "mma").kernel,
             attention_kernel::mma_rows64);
   EXPECT_EQ(plan_attention(384, 128, 128, true, k_h200_sms, "split_keys").kernel,
             attention_kernel::mma_split_keys);
   EXPECT_EQ(plan_attention(12, 128, 128, false, k_h200_sms, "split_keys").kernel,
-            attention_kernel::fma_rows32);
+            attention_kernel::fma_tiled32);
   // More 16-row tiles than a grid's y dimension holds: 64-row tiles.
   EXPECT_EQ(plan_attention(1, std::int64_t{1} << 21, 8, true, k_h200_sms, "split_keys").kernel,
             attention_kernel::mma_rows64);
 }
 
+TEST(launch_shapes, attention_fma_takes_64_rows_where_they_make_a_block_an_sm) {
+  // GPT-2 at batch 8 x 128 tokens and at 1024 tokens: 192 blocks of 64 rows; BERT at batch 32.
+  for (const auto& [bh, s] :
+       {std::pair<std::int64_t, std::int64_t>{96, 128}, {12, 1024}, {384, 128}, {132, 64}}) {
+    const auto l = plan_attention(bh, s, s, false, k_h200_sms, "");
+    EXPECT_EQ(l.kernel, attention_kernel::fma_tiled64) << bh << " " << s;
+    EXPECT_EQ(l.blocks_y, (s + 63) / 64);
+  }
+  // GPT-2 and BERT at batch 1 x 128 tokens (24 blocks of 64 rows), ViT at batch 1 (48), one
+  // block short of an SM each.
+  for (const auto& [bh, s] :
+       {std::pair<std::int64_t, std::int64_t>{12, 128}, {12, 197}, {131, 64}}) {
+    const auto l = plan_attention(bh, s, s, false, k_h200_sms, "");
+    EXPECT_EQ(l.kernel, attention_kernel::fma_tiled32) << bh << " " << s;
+    EXPECT_EQ(l.blocks_y, (s + 31) / 32);
+  }
+}
+
 TEST(launch_shapes, attention_grids_cover_every_query_row_once) {
-  for (const char* forced : {"", "fma", "mma", "split_keys"}) {
+  for (const char* forced : {"", "fma", "fma32", "fma64", "fma_row_threads", "mma", "split_keys"}) {
     for (const bool tensor_cores : {false, true}) {
       for (const std::int64_t sq : {2, 7, 16, 17, 64, 65, 128, 197, 1024}) {
         const auto l = plan_attention(3, sq, sq, tensor_cores, k_h200_sms, forced);

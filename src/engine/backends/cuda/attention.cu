@@ -1,11 +1,13 @@
 // coolbench.Attention's kernels, float32 arithmetic for every dtype.
 //
-// Prefill (flash_kernel): a block takes 32 query rows of one (batch, head)
-// and walks the keys in tiles of 32 through shared memory, keeping a running
-// maximum and sum per row (online softmax), so the [sq, sk] scores never
-// reach global memory. Four threads share a row: each scores 8 keys of the
-// tile and owns a quarter of the output row. With the causal flag the tiles
-// past a block's last visible key are never loaded.
+// Prefill (tiled_kernel): a block takes 32 or 64 query rows of one (batch,
+// head) and walks the keys in tiles of 64 through shared memory, keeping a
+// running maximum and sum per row (online softmax), so the [sq, sk] scores
+// never reach global memory; each thread makes a tile of scores and of the
+// output from 16-byte shared loads (register tiling). With the causal flag
+// the tiles past a block's last visible key are never loaded. flash_kernel,
+// its forerunner (four threads a row, one shared load per FMA), stays for
+// comparison (COOLBENCH_ATTENTION_KERNEL=fma_row_threads).
 //
 // The tensor-core kernels for float16 and bfloat16 are in attention_mma.cu;
 // launch_shapes.hpp picks the kernel and grid.
@@ -181,6 +183,211 @@ __global__ void __launch_bounds__(k_threads, 4)
   }
 }
 
+// The register-tiled FMA kernel (attention_kernel::fma_tiled32, 64): a block of
+// 128 threads takes 16·R query rows (R = RowsPerThread, 2 or 4) of one
+// (batch, head) and walks the keys in tiles of 64. The 8 adjacent lanes of
+// row group rg (0 to 15) share rows rg, rg + 16, ...; lane `group` of them scores
+// keys group, group + 8, ... of the tile and owns output columns 4·group +
+// 32·w .. + 3 for each w. Each step of 4 along the head dim, R + 8 16-byte
+// shared loads (a row of Q each, a key of K each) feed 32·R FMAs, where
+// flash_kernel above takes a load per FMA; the probabilities go through
+// shared memory (K's room, once every warp has its scores) into the product
+// with V the same way. Shared rows are Dim + 4 floats: 16-byte aligned, and
+// the 8 adjacent keys a row group reads at once fall on distinct banks.
+constexpr int k_tiled_keys = 64;
+constexpr int k_tiled_pad = 4;
+constexpr int k_tiled_p_stride = k_tiled_keys + 8;  // a warp's 4 row groups' stores on 32 banks
+
+template <int Dim, int RowsPerThread>
+constexpr std::size_t tiled_shared_bytes() {
+  constexpr std::size_t stride = Dim + k_tiled_pad, rows = 16 * RowsPerThread;
+  constexpr std::size_t k_room = k_tiled_keys * stride, p_room = rows * k_tiled_p_stride;
+  return sizeof(float) *
+         (rows * stride + (k_room > p_room ? k_room : p_room) + k_tiled_keys * stride);
+}
+
+// Rows [base, base + Rows) of a global matrix into shared rows `stride` floats apart, in parts
+// of PartRows (tile_rows holds a part in registers: 16 a thread for K and 16 for V).
+template <class T, int Dim, int Rows, int PartRows>
+__device__ __forceinline__ void load_tile(const T* from, std::int64_t base, std::int64_t count,
+                                          std::int64_t d, std::int64_t ld, float* to, int stride,
+                                          float scale) {
+#pragma unroll 1
+  for (int part = 0; part < Rows / PartRows; ++part) {
+    tile_rows<T, Dim, PartRows> rows;
+    rows.fetch(from, base + part * PartRows, count, d, ld);
+    rows.store(to + part * PartRows * stride, stride, scale);
+  }
+}
+
+__device__ __forceinline__ float group_max(float v) {  // over the 8 lanes of a row group
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffU, v, 1));
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffU, v, 2));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffU, v, 4));
+}
+__device__ __forceinline__ float group_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffU, v, 1);
+  v += __shfl_xor_sync(0xffffffffU, v, 2);
+  return v + __shfl_xor_sync(0xffffffffU, v, 4);
+}
+
+__device__ __forceinline__ float dot4(float4 a, float4 b, float acc) {
+  acc = fmaf(a.x, b.x, acc);
+  acc = fmaf(a.y, b.y, acc);
+  acc = fmaf(a.z, b.z, acc);
+  return fmaf(a.w, b.w, acc);
+}
+__device__ __forceinline__ float lane_of(float4 a, int u) {
+  return u == 0 ? a.x : u == 1 ? a.y : u == 2 ? a.z : a.w;
+}
+
+// Blocks an SM the registers allow: at head dim 64, 4 of 32 rows (128 registers) and 3 of 64
+// (168: 128 spilled, the scores and the output tile live together with a step's 16-byte
+// loads); at 128, 2.
+template <int Dim, int RowsPerThread>
+constexpr int tiled_blocks_an_sm() {
+  return Dim > 64 ? 2 : RowsPerThread <= 2 ? 4 : 3;
+}
+
+template <class T, int Dim, int RowsPerThread>
+__global__ void __launch_bounds__(k_threads, (tiled_blocks_an_sm<Dim, RowsPerThread>()))
+    tiled_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
+                 attention_plan p) {
+  constexpr int R = RowsPerThread, rows = 16 * R, stride = Dim + k_tiled_pad, cols = Dim / 32;
+  constexpr int part_rows = Dim <= 64 ? 32 : 16;
+  static_assert(rows % part_rows == 0 || rows < part_rows);
+  constexpr int q_part_rows = rows < part_rows ? rows : part_rows;
+  extern __shared__ float4 shared_tiles[];
+  float* qs = reinterpret_cast<float*>(shared_tiles);  // [rows][stride], scaled
+  float* ks = qs + rows * stride;                      // [64][stride]
+  float* ps = ks;                                      // [rows][k_tiled_p_stride], after the scores
+  constexpr int k_room = k_tiled_keys * stride > rows * k_tiled_p_stride ? k_tiled_keys * stride
+                                                                         : rows * k_tiled_p_stride;
+  float* vs = ks + k_room;  // [64][stride]
+  const std::int64_t bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads;
+  const std::int64_t m0 = std::int64_t{blockIdx.y} * rows;
+  const std::int64_t d = p.head_dim;
+  const T* qb = q + b * p.q_stride[0] + h * p.q_stride[1];
+  const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1];
+  const T* vb = v + b * p.v_stride[0] + h * p.v_stride[1];
+  load_tile<T, Dim, rows, q_part_rows>(qb, m0, p.sq, d, p.q_stride[2], qs, stride, p.scale);
+  const int lane = static_cast<int>(threadIdx.x) % 32, group = lane % 8;
+  const int row_group = static_cast<int>(threadIdx.x) / 32 * 4 + lane / 8;
+  float peak[R], total[R], acc[R][4 * cols];  // total: this lane's keys only, summed at the end
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    peak[i] = -INFINITY;
+    total[i] = 0;
+#pragma unroll
+    for (int c = 0; c < 4 * cols; ++c) acc[i][c] = 0;
+  }
+  std::int64_t end = p.sk;
+  if (p.causal) {
+    const std::int64_t last = m0 + rows - 1 + p.sk - p.sq;  // the last row's last visible key
+    end = last + 1 < end ? last + 1 : end;
+  }
+  for (std::int64_t n0 = 0; n0 < end; n0 += k_tiled_keys) {
+    // A part's K and V loads in flight together, the first part's before the barrier that
+    // frees the previous tile (P in K's room, and V).
+#pragma unroll 1
+    for (int part = 0; part < k_tiled_keys / part_rows; ++part) {
+      tile_rows<T, Dim, part_rows> keys, values;
+      keys.fetch(kb, n0 + part * part_rows, p.sk, d, p.k_stride[2]);
+      values.fetch(vb, n0 + part * part_rows, p.sk, d, p.v_stride[2]);
+      if (part == 0) __syncthreads();
+      keys.store(ks + part * part_rows * stride, stride, 1.0F);
+      values.store(vs + part * part_rows * stride, stride, 1.0F);
+    }
+    __syncthreads();
+    float s[R][8];
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+#pragma unroll
+      for (int t = 0; t < 8; ++t) s[i][t] = 0;
+    }
+#pragma unroll 2
+    for (int c = 0; c < Dim; c += 4) {
+      float4 qf[R];
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        qf[i] = *reinterpret_cast<const float4*>(qs + (row_group + 16 * i) * stride + c);
+      }
+#pragma unroll
+      for (int t = 0; t < 8; ++t) {
+        const float4 kf = *reinterpret_cast<const float4*>(ks + (group + 8 * t) * stride + c);
+#pragma unroll
+        for (int i = 0; i < R; ++i) s[i][t] = dot4(qf[i], kf, s[i][t]);
+      }
+    }
+    __syncthreads();  // every warp's scores are made: P may take K's room
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      const int row = row_group + 16 * i;
+      const std::int64_t at = m0 + row < p.sq ? m0 + row : p.sq - 1;
+      float tile_peak = -INFINITY;
+#pragma unroll
+      for (int t = 0; t < 8; ++t) {
+        const std::int64_t j = n0 + group + 8 * t;
+        s[i][t] = j < p.sk ? adjust(s[i][t], bias, mask, p, b, h, at, j) : -INFINITY;
+        tile_peak = fmaxf(tile_peak, s[i][t]);
+      }
+      const float next = fmaxf(peak[i], group_max(tile_peak));
+      const float base = next == -INFINITY ? 0.0F : next;  // a row hidden so far adds nothing
+      const float rescale = __expf(peak[i] - base);
+      peak[i] = next;
+      total[i] *= rescale;
+#pragma unroll
+      for (int c = 0; c < 4 * cols; ++c) acc[i][c] *= rescale;
+#pragma unroll
+      for (int t = 0; t < 8; ++t) {
+        const float e = __expf(s[i][t] - base);
+        total[i] += e;
+        ps[row * k_tiled_p_stride + group + 8 * t] = e;
+      }
+    }
+    __syncwarp();  // a row's probabilities come from its own row group's lanes
+#pragma unroll 1
+    for (int j = 0; j < k_tiled_keys; j += 4) {
+      float4 pf[R];
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        pf[i] = *reinterpret_cast<const float4*>(ps + (row_group + 16 * i) * k_tiled_p_stride + j);
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+#pragma unroll
+        for (int w = 0; w < cols; ++w) {
+          const float4 vf =
+              *reinterpret_cast<const float4*>(vs + (j + u) * stride + 4 * group + 32 * w);
+#pragma unroll
+          for (int i = 0; i < R; ++i) {
+            const float pu = lane_of(pf[i], u);
+            acc[i][4 * w + 0] = fmaf(pu, vf.x, acc[i][4 * w + 0]);
+            acc[i][4 * w + 1] = fmaf(pu, vf.y, acc[i][4 * w + 1]);
+            acc[i][4 * w + 2] = fmaf(pu, vf.z, acc[i][4 * w + 2]);
+            acc[i][4 * w + 3] = fmaf(pu, vf.w, acc[i][4 * w + 3]);
+          }
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const float row_total = group_sum(total[i]);  // every lane, before any leaves
+    const std::int64_t row = m0 + row_group + 16 * i;
+    if (row >= p.sq) continue;
+    T* o = out + b * p.out_stride[0] + h * p.out_stride[1] + row * p.out_stride[2];
+#pragma unroll
+    for (int w = 0; w < cols; ++w) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = 4 * group + 32 * w + e;
+        if (col < d) o[col] = narrow<T>(finish(acc[i][4 * w + e], row_total, p.zero_empty_rows));
+      }
+    }
+  }
+}
+
 __device__ float block_max(float v, float* scratch) {
   for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffU, v, o));
   __syncthreads();
@@ -284,11 +491,37 @@ void launch_flash(const T* q, const T* k, const T* v, const T* bias, const bool*
   check_launch();
 }
 
+template <class T, int Dim, int RowsPerThread>
+void launch_tiled(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
+                  const attention_plan& p, std::int64_t blocks_y, cudaStream_t stream) {
+  constexpr std::size_t bytes = tiled_shared_bytes<Dim, RowsPerThread>();
+  const auto kernel = tiled_kernel<T, Dim, RowsPerThread>;
+  if constexpr (bytes > 48 * 1024) {
+    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(bytes)));
+  }
+  const dim3 grid(static_cast<unsigned>(p.batch * p.heads), static_cast<unsigned>(blocks_y));
+  kernel<<<grid, k_threads, bytes, stream>>>(q, k, v, bias, mask, out, p);
+  check_launch();
+}
+
+template <class T, int Dim>
+void launch_fma(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
+                const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
+  if (l.kernel == attention_kernel::fma_row_threads) {
+    launch_flash<T, Dim>(q, k, v, bias, mask, out, p, stream);
+  } else if (l.kernel == attention_kernel::fma_tiled32) {
+    launch_tiled<T, Dim, 2>(q, k, v, bias, mask, out, p, l.blocks_y, stream);
+  } else {
+    launch_tiled<T, Dim, 4>(q, k, v, bias, mask, out, p, l.blocks_y, stream);
+  }
+}
+
 // The kernel for a plan: the tensor cores where their sm_90 code is (the
 // PTX the project also ships is for compute_75, without mma) and the dtype
-// is 16-bit; COOLBENCH_ATTENTION_KERNEL=fma, mma or split_keys forces one
-// (launch_shapes.hpp), and COOLBENCH_ATTENTION_SCORES=general the tensor-core
-// kernels' general score form (attention_mma.cu), for comparisons and tests.
+// is 16-bit; COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64, fma_row_threads, mma or split_keys
+// forces one (launch_shapes.hpp), and COOLBENCH_ATTENTION_SCORES=general the tensor-core kernels'
+// general score form (attention_mma.cu), for comparisons and tests.
 attention_launch choose(const attention_plan& p, bool sixteen_bits) {
   const char* env = std::getenv("COOLBENCH_ATTENTION_KERNEL");
   const std::string_view forced = env == nullptr ? "" : env;
@@ -355,9 +588,9 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
           <<<static_cast<unsigned>(rows), k_threads, 0, s>>>(scratch, ot, plan, l.blocks_y);
       check_launch();
     } else if (plan.head_dim <= 64) {
-      launch_flash<T, 64>(qt, kt, vt, bt, mask, ot, plan, s);
+      launch_fma<T, 64>(qt, kt, vt, bt, mask, ot, plan, l, s);
     } else {
-      launch_flash<T, 128>(qt, kt, vt, bt, mask, ot, plan, s);
+      launch_fma<T, 128>(qt, kt, vt, bt, mask, ot, plan, l, s);
     }
   });
 }
