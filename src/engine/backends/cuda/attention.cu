@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(k_threads, 4)
   float* vs = ks + k_keys * (Dim + 1);  // [k_keys][Dim]
   float* ps = vs + k_keys * Dim;        // [k_rows][k_keys + 1]
   const std::int64_t bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads;
-  const std::int64_t m0 = std::int64_t{blockIdx.y} * k_rows;
+  const std::int64_t m0 = causal_tile(p) * k_rows;
   const std::int64_t d = p.head_dim;
   const T* qb = q + b * p.q_stride[0] + h * p.q_stride[1];
   const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1];
@@ -265,7 +265,7 @@ __global__ void __launch_bounds__(k_threads, (tiled_blocks_an_sm<Dim, RowsPerThr
                                                                          : rows * k_tiled_p_stride;
   float* vs = ks + k_room;  // [64][stride]
   const std::int64_t bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads;
-  const std::int64_t m0 = std::int64_t{blockIdx.y} * rows;
+  const std::int64_t m0 = causal_tile(p) * rows;
   const std::int64_t d = p.head_dim;
   const T* qb = q + b * p.q_stride[0] + h * p.q_stride[1];
   const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1];

@@ -27,6 +27,14 @@ __device__ __forceinline__ float adjust(float x, const T* bias, const bool* mask
   return x;
 }
 
+// The query tile of a prefill block (blockIdx.y). With the causal flag the last tiles see the
+// most keys, so they take the first block indices: the GPU starts blocks in index order (x
+// fastest), and the longest then start first, not last behind a wave of short ones (longest
+// first, as a list scheduler does).
+__device__ __forceinline__ std::int64_t causal_tile(const attention_plan& p) {
+  return p.causal ? std::int64_t{gridDim.y} - 1 - blockIdx.y : std::int64_t{blockIdx.y};
+}
+
 __device__ __forceinline__ float finish(float acc, float total, bool zero_empty_rows) {
   if (total > 0) return acc / total;
   return zero_empty_rows ? 0.0F : __int_as_float(0x7fc00000);  // NaN, as Softmax of all -inf

@@ -33,7 +33,7 @@ __device__ __forceinline__ block_at locate(const attention_plan& p, int rows) {
   block_at at{};
   const std::int64_t bh = blockIdx.x;
   at.b = bh / p.heads, at.h = bh % p.heads;
-  at.m0 = std::int64_t{blockIdx.y} * rows;
+  at.m0 = causal_tile(p) * rows;
   at.end = p.sk;
   if (p.causal) {
     const std::int64_t last = at.m0 + rows - 1 + p.sk - p.sq;  // the last row's last visible key
