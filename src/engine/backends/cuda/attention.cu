@@ -325,14 +325,14 @@ __global__ void __launch_bounds__(k_threads, (tiled_blocks_an_sm<Dim, RowsPerThr
     // cost about a quarter of a tile's instructions (the SASS).
     const bool plain = bias == nullptr && mask == nullptr && n0 + k_tiled_keys <= p.sk &&
                        (!p.causal || n0 + k_tiled_keys - 1 <= m0 + p.sk - p.sq);
-    if (!plain) {
+    if (!plain) {  // a key at a time over the rows: a key's offsets die before the next's
 #pragma unroll
-      for (int i = 0; i < R; ++i) {
-        const std::int64_t row = m0 + row_group + 16 * i;
-        const std::int64_t at = row < p.sq ? row : p.sq - 1;
+      for (int t = 0; t < 8; ++t) {
+        const std::int64_t j = n0 + group + 8 * t;
 #pragma unroll
-        for (int t = 0; t < 8; ++t) {
-          const std::int64_t j = n0 + group + 8 * t;
+        for (int i = 0; i < R; ++i) {
+          const std::int64_t row = m0 + row_group + 16 * i;
+          const std::int64_t at = row < p.sq ? row : p.sq - 1;
           s[i][t] = j < p.sk ? adjust(s[i][t], bias, mask, p, b, h, at, j) : -INFINITY;
         }
       }

@@ -29,11 +29,13 @@ struct block_at {
   std::int64_t b, h, m0, end;  // end: one past the last key any of its rows sees
 };
 
-__device__ __forceinline__ block_at locate(const attention_plan& p, int rows) {
+// `longest_first`: causal_tile's order (the 64-row kernel; the split-keys kernel runs where its
+// blocks are too few to queue, and the order's register spilled its general form).
+__device__ __forceinline__ block_at locate(const attention_plan& p, int rows, bool longest_first) {
   block_at at{};
   const std::int64_t bh = blockIdx.x;
   at.b = bh / p.heads, at.h = bh % p.heads;
-  at.m0 = causal_tile(p) * rows;
+  at.m0 = (longest_first ? causal_tile(p) : std::int64_t{blockIdx.y}) * rows;
   at.end = p.sk;
   if (p.causal) {
     const std::int64_t last = at.m0 + rows - 1 + p.sk - p.sq;  // the last row's last visible key
@@ -266,7 +268,7 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 ? 3 : 2)
   extern __shared__ __align__(16) unsigned char mma_shared[];
   T* qs = reinterpret_cast<T*>(mma_shared);  // [64][st]
   T* tiles = qs + mma::k_rows * st;          // two of: K [keys][st], then V [keys][st]
-  const block_at at = locate(p, mma::k_rows);
+  const block_at at = locate(p, mma::k_rows, true);
   const T* kb = k + at.b * p.k_stride[0] + at.h * p.k_stride[1];
   const T* vb = v + at.b * p.v_stride[0] + at.h * p.v_stride[1];
   const int lane = threadIdx.x % 32, g = lane / 4, tig = lane % 4;
@@ -316,7 +318,7 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 || Form == score_for
   T* qs = reinterpret_cast<T*>(mma_shared);                    // [16][st]
   T* ks = qs + mma::k_split_rows * st + warp * 2 * keys * st;  // this warp's [keys][st]
   T* vs = ks + keys * st;                                      // and its V
-  const block_at at = locate(p, mma::k_split_rows);
+  const block_at at = locate(p, mma::k_split_rows, false);
   const T* kb = k + at.b * p.k_stride[0] + at.h * p.k_stride[1];
   const T* vb = v + at.b * p.v_stride[0] + at.h * p.v_stride[1];
   // The query rows and each warp's first tile in flight together.
