@@ -8,6 +8,7 @@ Records (one JSON object a line, `kind`):
   profile   one engine's per-kernel time on one configuration
 Records with `error` say what failed; the table lists them and goes on.
 """
+import sys
 import math
 import os
 import statistics
@@ -54,6 +55,11 @@ def aggregate(records):
     the CI, the ratio to the best PyTorch mode of the same configuration, the
     work against the ceilings of the record's dtype."""
     measures = [r for r in records if r.get("kind") == "measure"]
+    gpus = sorted({r["gpu"] for r in measures if r.get("gpu")})
+    if len(gpus) > 1:  # a mean over processes of different GPUs is no one GPU's figure
+        print(f"warning: the records come from {len(gpus)} GPUs ({', '.join(gpus)}); each row "
+              "pools its processes over them: pass one GPU's records at a time",
+              file=sys.stderr)
     ceilings = {}
     for r in records:
         if r.get("kind") == "ceiling" and not r.get("error"):
