@@ -82,7 +82,6 @@ std::int64_t rows_of(attention_kernel k) {
   switch (k) {
     case attention_kernel::fma_tiled32: return 32;
     case attention_kernel::fma_tiled64: return 64;
-    case attention_kernel::fma_row_threads: return 32;
     case attention_kernel::mma_rows64: return 64;
     case attention_kernel::mma_split_keys: return 16;
     case attention_kernel::decode_split: break;
@@ -134,8 +133,7 @@ TEST(launch_shapes, attention_takes_the_kernel_forced_or_the_only_one_that_runs)
             attention_kernel::fma_tiled64);
   EXPECT_EQ(plan_attention(384, 128, 128, false, k_h200_sms, "fma32").kernel,
             attention_kernel::fma_tiled32);
-  EXPECT_EQ(plan_attention(384, 128, 128, true, k_h200_sms, "fma_row_threads").kernel,
-            attention_kernel::fma_row_threads);
+
   EXPECT_EQ(plan_attention(12, 128, 128, true, k_h200_sms, "mma").kernel,
             attention_kernel::mma_rows64);
   EXPECT_EQ(plan_attention(384, 128, 128, true, k_h200_sms, "split_keys").kernel,
@@ -166,7 +164,7 @@ TEST(launch_shapes, attention_fma_takes_64_rows_where_they_make_a_block_an_sm) {
 }
 
 TEST(launch_shapes, attention_grids_cover_every_query_row_once) {
-  for (const char* forced : {"", "fma", "fma32", "fma64", "fma_row_threads", "mma", "split_keys"}) {
+  for (const char* forced : {"", "fma", "fma32", "fma64", "mma", "split_keys"}) {
     for (const bool tensor_cores : {false, true}) {
       for (const std::int64_t sq : {2, 7, 16, 17, 64, 65, 128, 197, 1024}) {
         const auto l = plan_attention(3, sq, sq, tensor_cores, k_h200_sms, forced);

@@ -5,9 +5,7 @@
 // running maximum and sum per row (online softmax), so the [sq, sk] scores
 // never reach global memory; each thread makes a tile of scores and of the
 // output from 16-byte shared loads (register tiling). With the causal flag
-// the tiles past a block's last visible key are never loaded. flash_kernel,
-// its forerunner (four threads a row, one shared load per FMA), stays for
-// comparison (COOLBENCH_ATTENTION_KERNEL=fma_row_threads).
+// the tiles past a block's last visible key are never loaded.
 //
 // The tensor-core kernels for float16 and bfloat16 are in attention_mma.cu;
 // launch_shapes.hpp picks the kernel and grid.
@@ -30,31 +28,8 @@
 namespace coolbench::engine::cuda {
 namespace {
 
-constexpr int k_rows = 32;      // query rows per block
-constexpr int k_keys = 32;      // keys per tile
-constexpr int k_threads = 128;  // 4 per row
-constexpr int k_per_thread = k_keys / 4;
+constexpr int k_threads = 128;
 constexpr int k_max_chunk = k_attention_max_chunk;  // keys per split-K block
-
-template <int Dim>
-constexpr std::size_t flash_shared_bytes() {
-  return sizeof(float) *
-         (k_rows * (Dim + 1) + k_keys * (Dim + 1) + k_keys * Dim + k_rows * (k_keys + 1));
-}
-
-// Scores of this thread's 8 keys of the tile for its row.
-template <int Dim>
-__device__ __forceinline__ void score_tile(const float* qs, const float* ks, int row, int lane4,
-                                           float (&s)[k_per_thread]) {
-#pragma unroll
-  for (int t = 0; t < k_per_thread; ++t) s[t] = 0;
-#pragma unroll 4
-  for (int c = 0; c < Dim; ++c) {
-    const float qc = qs[row * (Dim + 1) + c];
-#pragma unroll
-    for (int t = 0; t < k_per_thread; ++t) s[t] += qc * ks[(lane4 + 4 * t) * (Dim + 1) + c];
-  }
-}
 
 // Rows [base, base + Rows) of a matrix of head_dim d columns, rows `ld`
 // elements apart, as floats: zero past `count` rows and past d columns. Each
@@ -93,96 +68,6 @@ struct tile_rows {
   }
 };
 
-// At least 4 blocks per SM (128 registers a thread at most): the register
-// budget ptxas otherwise picks spills the bfloat16 variant.
-template <class T, int Dim>
-__global__ void __launch_bounds__(k_threads, 4)
-    flash_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
-                 attention_plan p) {
-  extern __shared__ float shared[];
-  float* qs = shared;                   // [k_rows][Dim + 1], scaled
-  float* ks = qs + k_rows * (Dim + 1);  // [k_keys][Dim + 1]
-  float* vs = ks + k_keys * (Dim + 1);  // [k_keys][Dim]
-  float* ps = vs + k_keys * Dim;        // [k_rows][k_keys + 1]
-  const std::int64_t bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads;
-  const std::int64_t m0 = causal_tile(p) * k_rows;
-  const std::int64_t d = p.head_dim;
-  const T* qb = q + b * p.q_stride[0] + h * p.q_stride[1];
-  const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1];
-  const T* vb = v + b * p.v_stride[0] + h * p.v_stride[1];
-  {
-    tile_rows<T, Dim, k_rows> rows;
-    rows.fetch(qb, m0, p.sq, d, p.q_stride[2]);
-    rows.store(qs, Dim + 1, p.scale);
-  }
-  const int row = threadIdx.x / 4, lane4 = threadIdx.x % 4;
-  const std::int64_t i = m0 + row;
-  const std::int64_t i_clamped = i < p.sq ? i : p.sq - 1;
-  float peak = -INFINITY, total = 0;
-  float acc[Dim / 4];
-#pragma unroll
-  for (int c = 0; c < Dim / 4; ++c) acc[c] = 0;
-  std::int64_t end = p.sk;
-  if (p.causal) {
-    const std::int64_t last = m0 + k_rows - 1 + p.sk - p.sq;  // the last row's last visible key
-    end = last + 1 < end ? last + 1 : end;
-  }
-  for (std::int64_t n0 = 0; n0 < end; n0 += k_keys) {
-    {
-      // K's and V's loads in flight together before the barrier that frees the previous tile;
-      // at head dim 128 a quarter of the tile at a time, 16 registers (the kernel is at its 128
-      // there, and the whole tile's 64 spilled; not unrolled, so no part's loads move up).
-      constexpr int parts = Dim <= 64 ? 1 : 4, part_rows = k_keys / parts;
-#pragma unroll 1
-      for (int part = 0; part < parts; ++part) {
-        tile_rows<T, Dim, part_rows> keys, values;
-        keys.fetch(kb, n0 + part * part_rows, p.sk, d, p.k_stride[2]);
-        values.fetch(vb, n0 + part * part_rows, p.sk, d, p.v_stride[2]);
-        if (part == 0) __syncthreads();  // the previous tile's readers are done
-        keys.store(ks + part * part_rows * (Dim + 1), Dim + 1, 1.0F);
-        values.store(vs + part * part_rows * Dim, Dim, 1.0F);
-      }
-    }
-    __syncthreads();
-    float s[k_per_thread];
-    score_tile<Dim>(qs, ks, row, lane4, s);
-    float tile_peak = -INFINITY;
-#pragma unroll
-    for (int t = 0; t < k_per_thread; ++t) {
-      const std::int64_t j = n0 + lane4 + 4 * t;
-      s[t] = j < p.sk ? adjust(s[t], bias, mask, p, b, h, i_clamped, j) : -INFINITY;
-      tile_peak = fmaxf(tile_peak, s[t]);
-    }
-    const float next = fmaxf(peak, row_max(tile_peak));
-    const float base = next == -INFINITY ? 0.0F : next;  // a row hidden so far adds nothing
-    const float rescale = __expf(peak - base);
-    float tile_total = 0;
-#pragma unroll
-    for (int t = 0; t < k_per_thread; ++t) {
-      const float e = __expf(s[t] - base);
-      ps[row * (k_keys + 1) + lane4 + 4 * t] = e;
-      tile_total += e;
-    }
-    total = total * rescale + row_sum(tile_total);
-    peak = next;
-    __syncwarp();  // the row's probabilities come from the same warp
-#pragma unroll
-    for (int c = 0; c < Dim / 4; ++c) acc[c] *= rescale;
-    for (int j = 0; j < k_keys; ++j) {
-      const float pj = ps[row * (k_keys + 1) + j];
-#pragma unroll
-      for (int c = 0; c < Dim / 4; ++c) acc[c] += pj * vs[j * Dim + lane4 + 4 * c];
-    }
-  }
-  if (i >= p.sq) return;
-  T* o = out + b * p.out_stride[0] + h * p.out_stride[1] + i * p.out_stride[2];
-#pragma unroll
-  for (int c = 0; c < Dim / 4; ++c) {
-    const int col = lane4 + 4 * c;
-    if (col < d) o[col] = narrow<T>(finish(acc[c], total, p.zero_empty_rows));
-  }
-}
-
 // The register-tiled FMA kernel (attention_kernel::fma_tiled32, 64): a block of
 // 128 threads takes 16·R query rows (R = RowsPerThread, 2 or 4) of one
 // (batch, head) and walks the keys in tiles of 64. The 8 adjacent lanes of
@@ -190,7 +75,7 @@ __global__ void __launch_bounds__(k_threads, 4)
 // keys group, group + 8, ... of the tile and owns output columns 4·group +
 // 32·w .. + 3 for each w. Each step of 4 along the head dim, R + 8 16-byte
 // shared loads (a row of Q each, a key of K each) feed 32·R FMAs, where
-// flash_kernel above takes a load per FMA; the probabilities go through
+// its forerunner (four threads a row) took a load per FMA; the probabilities go through
 // shared memory (K's room, once every warp has its scores) into the product
 // with V the same way. Shared rows are Dim + 4 floats: 16-byte aligned, and
 // the 8 adjacent keys a row group reads at once fall on distinct banks.
@@ -488,21 +373,6 @@ __global__ void __launch_bounds__(k_threads)
   }
 }
 
-template <class T, int Dim>
-void launch_flash(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
-                  const attention_plan& p, cudaStream_t stream) {
-  constexpr std::size_t bytes = flash_shared_bytes<Dim>();
-  if constexpr (bytes > 48 * 1024) {
-    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(flash_kernel<T, Dim>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(bytes)));
-  }
-  const dim3 grid(static_cast<unsigned>(p.batch * p.heads),
-                  static_cast<unsigned>((p.sq + k_rows - 1) / k_rows));
-  flash_kernel<T, Dim><<<grid, k_threads, bytes, stream>>>(q, k, v, bias, mask, out, p);
-  check_launch();
-}
-
 template <class T, int Dim, int RowsPerThread>
 void launch_tiled(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
                   const attention_plan& p, std::int64_t blocks_y, cudaStream_t stream) {
@@ -520,9 +390,7 @@ void launch_tiled(const T* q, const T* k, const T* v, const T* bias, const bool*
 template <class T, int Dim>
 void launch_fma(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
                 const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
-  if (l.kernel == attention_kernel::fma_row_threads) {
-    launch_flash<T, Dim>(q, k, v, bias, mask, out, p, stream);
-  } else if (l.kernel == attention_kernel::fma_tiled32) {
+  if (l.kernel == attention_kernel::fma_tiled32) {
     launch_tiled<T, Dim, 2>(q, k, v, bias, mask, out, p, l.blocks_y, stream);
   } else {
     launch_tiled<T, Dim, 4>(q, k, v, bias, mask, out, p, l.blocks_y, stream);
@@ -531,7 +399,7 @@ void launch_fma(const T* q, const T* k, const T* v, const T* bias, const bool* m
 
 // The kernel for a plan: the tensor cores where their sm_90 code is (the
 // PTX the project also ships is for compute_75, without mma) and the dtype
-// is 16-bit; COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64, fma_row_threads, mma or split_keys
+// is 16-bit; COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64, mma or split_keys
 // forces one (launch_shapes.hpp), and COOLBENCH_ATTENTION_SCORES=general the tensor-core kernels'
 // general score form (attention_mma.cu), for comparisons and tests.
 attention_launch choose(const attention_plan& p, bool sixteen_bits) {
@@ -565,7 +433,7 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
                       void* stream) {
   const std::int64_t rows = plan.batch * plan.heads;
   if (rows == 0 || plan.sq == 0 || plan.head_dim == 0) return;
-  if (rows > 0x7FFFFFFF || (plan.sq + k_rows - 1) / k_rows > 65535 || plan.head_dim > 128) {
+  if (rows > 0x7FFFFFFF || plan.sq > std::int64_t{65535} * 32 || plan.head_dim > 128) {
     throw invalid_argument(
         "attention: at most 2^31-1 batch x heads, 2^21 queries and head_dim 128");
   }

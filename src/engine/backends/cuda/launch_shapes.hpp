@@ -113,12 +113,11 @@ COOLBENCH_HOST_DEVICE inline std::int64_t concat_source(const concat_launch& l, 
 
 /// coolbench.Attention's kernels (attention.cu, attention_mma.cu).
 enum class attention_kernel {
-  decode_split,     // sq == 1: chunks of keys over blocks, then a merge kernel
-  fma_tiled32,      // FMA, register-tiled: 32 query rows a block, 2 a thread (float32)
-  fma_tiled64,      // the same, 64 query rows a block, 4 a thread
-  fma_row_threads,  // FMA: 32 query rows a block, 4 threads a row (the tiled kernels' forerunner)
-  mma_rows64,       // tensor cores: 64 query rows a block, the warps share each key tile
-  mma_split_keys,   // tensor cores: 16 query rows a block, the warps split the keys
+  decode_split,    // sq == 1: chunks of keys over blocks, then a merge kernel
+  fma_tiled32,     // FMA, register-tiled: 32 query rows a block, 2 a thread (float32)
+  fma_tiled64,     // the same, 64 query rows a block, 4 a thread
+  mma_rows64,      // tensor cores: 64 query rows a block, the warps share each key tile
+  mma_split_keys,  // tensor cores: 16 query rows a block, the warps split the keys
 };
 
 struct attention_launch {
@@ -144,11 +143,13 @@ inline std::int64_t attention_decode_chunk(std::int64_t batch_heads, std::int64_
 /// The kernel and grid of an attention over batch x heads (batch_heads) of
 /// sq queries and sk > 0 keys. `tensor_cores`: 16-bit on sm_90. `sms`: the
 /// GPU's multiprocessors. `forced`: "" picks; "fma" (the tiled FMA kernel,
-/// its rows picked), "fma32", "fma64", "fma_row_threads", "mma" (64-row
+/// its rows picked), "fma32", "fma64", "mma" (64-row
 /// tiles) or "split_keys" take that kernel wherever it runs (decode always
 /// splits). The tiled FMA kernel takes 64 rows a block where that makes at
 /// least a block an SM, else 32 (twice the blocks, each walking the keys
-/// with half the work a tile; not measured against each other yet).
+/// with half the work a tile; not measured against each other yet). The
+/// tiled kernel replaced one of four threads a query row, 1.4-2.3x slower
+/// on the H200 (docs/perf/engine.md, 2026-12-06 late night).
 /// By default the tensor cores take 64-row tiles unless that makes fewer
 /// blocks than SMs over at most 256 x 256 scores a (batch, head): then
 /// 16-row blocks that split the keys (4 times the blocks, each walking a
@@ -173,11 +174,6 @@ inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq
     return l;
   }
   const std::int64_t blocks64 = batch_heads * tiles(64);
-  if (forced == "fma_row_threads") {
-    l.kernel = attention_kernel::fma_row_threads;
-    l.blocks_y = tiles(32);
-    return l;
-  }
   if (!tensor_cores || forced.starts_with("fma")) {
     const bool rows64 = forced == "fma64" || (forced != "fma32" && blocks64 >= sms);
     l.kernel = rows64 ? attention_kernel::fma_tiled64 : attention_kernel::fma_tiled32;
