@@ -44,6 +44,8 @@ import subprocess
 import sys
 import time
 
+ENTERED = time.perf_counter()  # a child's setup_s counts from here (vs_torch_child.py)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
@@ -398,6 +400,7 @@ def main():
     args = parser.parse_args()
     if args.child:
         import vs_torch_child
+        vs_torch_child.ENTERED = ENTERED
         vs_torch_child.run_child(args)  # does not return
     if args.from_files:
         records = []

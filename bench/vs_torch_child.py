@@ -196,6 +196,13 @@ def result_fields(result):
     }
 
 
+# When the child's script began (engine_vs_torch.py sets it): a record's setup_s is the time
+# from there to the start of its measure (imports, the configuration, the GPU's identity); with
+# wall_s it tells where a process's time goes (about 12 s of a 15 s coolbench process on the
+# H200 were outside wall_s, 2026-12-06).
+ENTERED = None
+
+
 def child_measure(args):
     config = models.parse_config(args.config[0], args.size)
     record = base_record("measure", args, config)
@@ -203,6 +210,7 @@ def child_measure(args):
     if args.device.startswith("cuda"):
         record["gpu"], record["driver"] = gpu_identity()
     started = time.perf_counter()
+    record["setup_s"] = None if ENTERED is None else started - ENTERED
     try:
         if args.engine == "coolbench":
             session, feeds, outputs, info = engines.make_coolbench_session(
