@@ -178,7 +178,9 @@ class Runner:
         that its gate, which counts towards its max_time, finds the GPU cool: after the
         ceilings (30 GEMMs of 8192^3) or max-autotune's tuning the gate waited out the
         child's 10 s and it measured nothing (the H200, 2026-12-06: the first process of 4
-        engines of 5). Seconds waited, or None where it does not apply."""
+        engines of 5). At most 90 s: a GPU that idles above the mark costs that much a
+        process, and the record's cooled_s shows it (lower --cool-below, or --no-cool).
+        Seconds waited, or None where it does not apply."""
         a = self.args
         exe = os.path.join(a.build, "bin", "coolbench")
         if a.cool_below is None or not a.device.startswith("cuda") or not os.path.exists(exe):
@@ -186,8 +188,8 @@ class Runner:
         began = time.perf_counter()
         try:
             subprocess.run([exe, "wait-cool", "--below", str(a.cool_below), "--device",
-                            a.device.split(":")[-1], "--timeout", "180", "--quiet"],
-                           capture_output=True, text=True, timeout=200)
+                            a.device.split(":")[-1], "--timeout", "90", "--quiet"],
+                           capture_output=True, text=True, timeout=120)
         except (OSError, subprocess.SubprocessError):
             pass  # the child's own gate still waits; its record says if that was too long
         return round(time.perf_counter() - began, 2)
