@@ -143,13 +143,13 @@ inline std::int64_t attention_decode_chunk(std::int64_t batch_heads, std::int64_
 /// The kernel and grid of an attention over batch x heads (batch_heads) of
 /// sq queries and sk > 0 keys. `tensor_cores`: 16-bit on sm_90. `sms`: the
 /// GPU's multiprocessors. `forced`: "" picks; "fma" (the tiled FMA kernel,
-/// its rows picked), "fma32", "fma64", "mma" (64-row
-/// tiles) or "split_keys" take that kernel wherever it runs (decode always
-/// splits). The tiled FMA kernel takes 64 rows a block where that makes at
-/// least a block an SM, else 32 (twice the blocks, each walking the keys
-/// with half the work a tile; not measured against each other yet). The
-/// tiled kernel replaced one of four threads a query row, 1.4-2.3x slower
-/// on the H200 (docs/perf/engine.md, 2026-12-06 late night).
+/// its rows picked), "fma32", "fma64", "mma" (64-row tiles) or "split_keys"
+/// take that kernel wherever it runs (decode always splits). The tiled FMA
+/// kernel takes 64 rows a block where that makes at least a block an SM,
+/// else 32 (twice the blocks, each walking the keys with half the work a
+/// tile; the two not yet measured against each other). It replaced a kernel
+/// of four threads a query row, which was 1.4-2.3x slower on the H200
+/// (docs/perf/engine.md, "2026-12-06, late night").
 /// By default the tensor cores take 64-row tiles unless that makes fewer
 /// blocks than SMs over at most 256 x 256 scores a (batch, head): then
 /// 16-row blocks that split the keys (4 times the blocks, each walking a
