@@ -7,13 +7,9 @@
 // output from 16-byte shared loads (register tiling). With the causal flag
 // the tiles past a block's last visible key are never loaded.
 //
-// The tensor-core kernels for float16 and bfloat16 are in attention_mma.cu;
-// launch_shapes.hpp picks the kernel and grid.
-//
-// Decode (sq == 1): one row has too little work for a block per (batch,
-// head); split_kernel scores one chunk of keys per block and writes its
-// maximum, sum and unnormalised output row to scratch, and combine_kernel
-// rescales the chunks to the common maximum.
+// The tensor-core kernels for float16 and bfloat16 are in attention_mma.cu,
+// decode's (one query row) in attention_decode.cu; launch_shapes.hpp picks
+// the kernel and grid.
 #include <cfloat>
 
 #include <cstdlib>
@@ -22,6 +18,7 @@
 
 #include "engine/backends/cuda/attention.hpp"
 #include "engine/backends/cuda/attention_common.cuh"
+#include "engine/backends/cuda/attention_decode.hpp"
 #include "engine/backends/cuda/attention_mma.cuh"
 #include "engine/backends/cuda/common.cuh"
 
@@ -29,7 +26,6 @@ namespace coolbench::engine::cuda {
 namespace {
 
 constexpr int k_threads = 128;
-constexpr int k_max_chunk = k_attention_max_chunk;  // keys per split-K block
 
 // Rows [base, base + Rows) of a matrix of head_dim d columns, rows `ld`
 // elements apart, as floats: zero past `count` rows and past d columns. Each
@@ -285,143 +281,6 @@ __global__ void __launch_bounds__(k_threads, (tiled_blocks_an_sm<Dim, RowsPerThr
   }
 }
 
-__device__ float block_max(float v, float* scratch) {
-  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffU, v, o));
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  v = scratch[0];
-  for (int w = 1; w < k_threads / 32; ++w) v = fmaxf(v, scratch[w]);
-  return v;
-}
-
-__device__ float block_sum(float v, float* scratch) {
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffU, v, o);
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  v = 0;
-  for (int w = 0; w < k_threads / 32; ++w) v += scratch[w];
-  return v;
-}
-
-// One chunk of keys for the single query row of (batch, head) blockIdx.x:
-// scratch row [maximum, sum, output[head_dim]] (output not normalised).
-//
-// A warp scores a key (its lanes split the head dim, then 5 shuffles sum the
-// products), 4 keys a warp at a time with all their loads issued before the
-// first product: a warp that took its keys one by one waited out the memory
-// latency and 5 dependent shuffles per key (GPT-2 at batch 8 after 1024 keys:
-// 53 us a layer on the H200, where K and V are 25 MB, 6 us of bandwidth).
-// Then a thread per output column (two per column at head dims up to 64, each
-// half the keys) sums the probabilities times V, 8 loads in flight.
-template <class T>
-__global__ void __launch_bounds__(k_threads)
-    split_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask,
-                 float* scratch, attention_plan p, std::int64_t chunk) {
-  constexpr int warps = k_threads / 32, keys_a_warp = 4, dim_steps = 128 / 32;
-  __shared__ float qv[128];  // zero past the head dim: every lane multiplies 4 of it
-  __shared__ float scores[k_max_chunk];
-  __shared__ float reduce[k_threads / 32];
-  __shared__ float second_half[64];
-  const std::int64_t bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads, d = p.head_dim;
-  const std::int64_t c0 = std::int64_t{blockIdx.y} * chunk;
-  const std::int64_t c1 = c0 + chunk < p.sk ? c0 + chunk : p.sk;
-  const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1];
-  const T* vb = v + b * p.v_stride[0] + h * p.v_stride[1];
-  static_assert(k_threads == 128, "one thread a query element, up to head dim 128");
-  qv[threadIdx.x] = threadIdx.x < d
-                        ? load(q, b * p.q_stride[0] + h * p.q_stride[1] + threadIdx.x) * p.scale
-                        : 0.0F;
-  __syncthreads();
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  for (std::int64_t j0 = c0 + warp; j0 < c1; j0 += keys_a_warp * warps) {
-    float kv[keys_a_warp][dim_steps];
-#pragma unroll
-    for (int u = 0; u < keys_a_warp; ++u) {
-      const std::int64_t j = j0 + std::int64_t{u} * warps;
-#pragma unroll
-      for (int s = 0; s < dim_steps; ++s) {
-        const int c = lane + 32 * s;
-        kv[u][s] = j < c1 && c < d ? load(kb, j * p.k_stride[2] + c) : 0.0F;
-      }
-    }
-    float dot[keys_a_warp];
-#pragma unroll
-    for (int u = 0; u < keys_a_warp; ++u) {
-      dot[u] = 0;
-#pragma unroll
-      for (int s = 0; s < dim_steps; ++s) dot[u] += kv[u][s] * qv[lane + 32 * s];
-    }
-    for (int o = 16; o > 0; o /= 2) {
-#pragma unroll
-      for (int u = 0; u < keys_a_warp; ++u) dot[u] += __shfl_xor_sync(0xffffffffU, dot[u], o);
-    }
-    if (lane == 0) {
-#pragma unroll
-      for (int u = 0; u < keys_a_warp; ++u) {
-        const std::int64_t j = j0 + std::int64_t{u} * warps;
-        if (j < c1) scores[j - c0] = adjust(dot[u], bias, mask, p, b, h, 0, j);
-      }
-    }
-  }
-  __syncthreads();
-  float local = -INFINITY;
-  for (std::int64_t j = threadIdx.x; j < c1 - c0; j += k_threads) local = fmaxf(local, scores[j]);
-  const float peak = block_max(local, reduce);
-  const float base = peak == -INFINITY ? 0.0F : peak;
-  float part = 0;
-  for (std::int64_t j = threadIdx.x; j < c1 - c0; j += k_threads) {
-    scores[j] = __expf(scores[j] - base);
-    part += scores[j];
-  }
-  const float total = block_sum(part, reduce);  // its barriers publish the scores
-  float* row = scratch + (bh * gridDim.y + blockIdx.y) * (d + 2);
-  const bool halves = d <= 64;  // then threads 64-127 take the odd keys of columns 0-63
-  const int col = halves ? static_cast<int>(threadIdx.x) % 64 : static_cast<int>(threadIdx.x);
-  const int half = halves ? static_cast<int>(threadIdx.x) / 64 : 0;
-  const int stride = halves ? 2 : 1;
-  float acc = 0;
-  if (col < d) {
-    const T* vc = vb + col;
-#pragma unroll 8
-    for (std::int64_t j = c0 + half; j < c1; j += stride) {
-      acc += scores[j - c0] * load(vc, j * p.v_stride[2]);
-    }
-  }
-  if (halves) {
-    if (half == 1) second_half[col] = acc;
-    __syncthreads();
-    if (half == 1) return;
-    acc += second_half[col];
-  }
-  if (col < d) row[2 + col] = acc;
-  if (threadIdx.x == 0) {
-    row[0] = peak;
-    row[1] = total;
-  }
-}
-
-template <class T>
-__global__ void __launch_bounds__(k_threads)
-    combine_kernel(const float* scratch, T* out, attention_plan p, std::int64_t chunks) {
-  const std::int64_t bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads, d = p.head_dim;
-  const float* rows = scratch + bh * chunks * (d + 2);
-  T* o = out + b * p.out_stride[0] + h * p.out_stride[1];
-  float peak = -INFINITY;
-  for (std::int64_t c = 0; c < chunks; ++c) peak = fmaxf(peak, rows[c * (d + 2)]);
-  const float base = peak == -INFINITY ? 0.0F : peak;
-  for (std::int64_t col = threadIdx.x; col < d; col += k_threads) {
-    float total = 0, acc = 0;
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      const float w = __expf(rows[c * (d + 2)] - base);
-      total += rows[c * (d + 2) + 1] * w;
-      acc += rows[c * (d + 2) + 2 + col] * w;
-    }
-    o[col] = narrow<T>(finish(acc, total, p.zero_empty_rows));
-  }
-}
-
 template <class T, int Dim, int RowsPerThread>
 void launch_tiled(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
                   const attention_plan& p, std::int64_t blocks_y, cudaStream_t stream) {
@@ -502,6 +361,10 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
     launch_mma_attention(type, q, k, v, bias, mask, out, plan, l, stream);
     return;
   }
+  if (l.kernel == attention_kernel::decode_split) {
+    launch_decode_attention(type, q, k, v, bias, mask, out, scratch, plan, l, stream);
+    return;
+  }
   dispatch(type, float_list{}, [&](auto t) {
     using T = typename decltype(t)::type;
     const auto* qt = static_cast<const T*>(q);
@@ -509,14 +372,7 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
     const auto* vt = static_cast<const T*>(v);
     const auto* bt = static_cast<const T*>(bias);
     auto* ot = static_cast<T*>(out);
-    if (l.kernel == attention_kernel::decode_split) {
-      split_kernel<T><<<dim3(static_cast<unsigned>(rows), static_cast<unsigned>(l.blocks_y)),
-                        k_threads, 0, s>>>(qt, kt, vt, bt, mask, scratch, plan, l.chunk);
-      check_launch();
-      combine_kernel<T>
-          <<<static_cast<unsigned>(rows), k_threads, 0, s>>>(scratch, ot, plan, l.blocks_y);
-      check_launch();
-    } else if (plan.head_dim <= 64) {
+    if (plan.head_dim <= 64) {
       launch_fma<T, 64>(qt, kt, vt, bt, mask, ot, plan, l, s);
     } else {
       launch_fma<T, 128>(qt, kt, vt, bt, mask, ot, plan, l, s);
