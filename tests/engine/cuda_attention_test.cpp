@@ -115,9 +115,9 @@ void expect_close(const tensor& got, const tensor& want, const std::string& what
 // query rows a block for every dtype, "mma" the tensor-core kernel with
 // 64-row tiles, "split_keys" the one with 16-row blocks whose warps split
 // the keys (both 16-bit, sm_90); "default" lets the backend pick
-// (launch_shapes.hpp). " general" runs the tensor-core kernels' scores in
-// their general form (COOLBENCH_ATTENTION_SCORES), where by default no bias
-// takes the plain form and a bias of an even Sk the bias_rows form.
+// (launch_shapes.hpp), which for float32 on sm_90 is the 3xTF32 kernel. " general" runs the
+// tensor-core kernels' scores in their general form (COOLBENCH_ATTENTION_SCORES), where by default
+// no bias takes the plain form and a bias of an even Sk the bias_rows form.
 const char* const k_kernels[] = {
     "default", "fma32", "fma64", "mma", "split_keys", "mma general", "split_keys general"};
 
@@ -227,7 +227,7 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
   cases.push_back({128, 0, 64, mask_kind::causal_folded_bias, false});
   cases.push_back({7, 128, 64, mask_kind::causal_folded_bias, false});
   // Every dtype on the kernel the backend picks, then on each kernel forced;
-  // float32 runs only the FMA kernels.
+  // float32 runs its default (3xTF32 on sm_90) and the FMA kernels.
   for (const char* kernel : k_kernels) {
     select_kernel(kernel);
     for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {

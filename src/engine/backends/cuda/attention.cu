@@ -8,8 +8,10 @@
 // the tiles past a block's last visible key are never loaded.
 //
 // The tensor-core kernels for float16 and bfloat16 are in attention_mma.cu,
-// decode's (one query row) in attention_decode.cu; launch_shapes.hpp picks
-// the kernel and grid.
+// float32's (3xTF32) in attention_tf32.cu, decode's (one query row) in
+// attention_decode.cu; launch_shapes.hpp picks the kernel and grid. This
+// kernel runs float32 off sm_90 and where COOLBENCH_ATTENTION_KERNEL=fma
+// forces it.
 #include <cfloat>
 
 #include <cstdlib>
@@ -306,8 +308,8 @@ void launch_fma(const T* q, const T* k, const T* v, const T* bias, const bool* m
 }
 
 // The kernel for a plan: the tensor cores where their sm_90 code is (the
-// PTX the project also ships is for compute_75, without mma) and the dtype
-// is 16-bit; COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64, mma or split_keys
+// PTX the project also ships is for compute_75, without mma), float32's in
+// 3xTF32; COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64, mma or split_keys
 // forces one (launch_shapes.hpp), and COOLBENCH_ATTENTION_SCORES=general the tensor-core kernels'
 // general score form (attention_mma.cu), for comparisons and tests.
 attention_launch choose(const attention_plan& p, bool sixteen_bits) {
@@ -321,8 +323,8 @@ attention_launch choose(const attention_plan& p, bool sixteen_bits) {
   constexpr std::int64_t step_limit = std::int64_t{1} << 24;
   const bool steps_fit =
       std::llabs(p.bias_stride[3]) < step_limit && std::llabs(p.mask_stride[3]) < step_limit;
-  attention_launch l = plan_attention(p.batch * p.heads, p.sq, p.sk,
-                                      sixteen_bits && major == 9 && steps_fit, sms, forced);
+  attention_launch l = plan_attention(p.batch * p.heads, p.sq, p.sk, major == 9 && steps_fit, sms,
+                                      forced, !sixteen_bits);
   const char* scores = std::getenv("COOLBENCH_ATTENTION_SCORES");
   l.general_scores = scores != nullptr && std::string_view(scores) == "general";
   return l;
@@ -359,6 +361,12 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
   }
   if (l.kernel == attention_kernel::mma_rows64 || l.kernel == attention_kernel::mma_split_keys) {
     launch_mma_attention(type, q, k, v, bias, mask, out, plan, l, stream);
+    return;
+  }
+  if (l.kernel == attention_kernel::tf32x3_rows64) {
+    launch_tf32_attention(static_cast<const float*>(q), static_cast<const float*>(k),
+                          static_cast<const float*>(v), static_cast<const float*>(bias), mask,
+                          static_cast<float*>(out), plan, l, stream);
     return;
   }
   if (l.kernel == attention_kernel::decode_split) {

@@ -24,70 +24,12 @@
 namespace coolbench::engine::cuda {
 namespace {
 
-// Where a block's warps are: its (batch, head), query rows and keys.
-struct block_at {
-  std::int64_t b, h, m0, end;  // end: one past the last key any of its rows sees
-};
-
-// `longest_first`: causal_tile's order (the 64-row kernel; the split-keys kernel runs where its
-// blocks are too few to queue, and the order's register spilled its general form).
-__device__ __forceinline__ block_at locate(const attention_plan& p, int rows, bool longest_first) {
-  block_at at{};
-  const std::int64_t bh = blockIdx.x;
-  at.b = bh / p.heads, at.h = bh % p.heads;
-  at.m0 = (longest_first ? causal_tile(p) : std::int64_t{blockIdx.y}) * rows;
-  at.end = p.sk;
-  if (p.causal) {
-    const std::int64_t last = at.m0 + rows - 1 + p.sk - p.sq;  // the last row's last visible key
-    at.end = last + 1 < at.end ? last + 1 : at.end;
-  }
-  return at;
-}
-
 // What a kernel adds to its scores, fixed at compile time so that no score tests what it does
 // not have: nothing (GPT-2's causal flag at most, ViT), a bias whose rows run along the keys
 // with stride 1 and start 4 bytes aligned, read two keys a load at offsets known to the
 // compiler (BERT's padding bias), or anything (any strides, a mask), each score's bias and
 // mask found from runtime steps.
 enum class score_form : std::uint8_t { plain, bias_rows, general };
-
-// What a thread's two rows add to their scores, worked out once a block: the
-// keys each row sees, and its bias and mask rows at key 0 (null: none), whose
-// keys lie `step` elements apart. The per-score work is then an offset from
-// these and one load each, not four 64-bit products a score, which cost
-// BERT's attention (a padding bias) 7-10 % on an H100 (docs/perf/engine.md,
-// "The attention's bias path").
-template <class T>
-struct score_rows {
-  std::int64_t limit[2] = {0, 0};  // one past the last key the row sees
-  const T* bias[2] = {nullptr, nullptr};
-  const bool* mask[2] = {nullptr, nullptr};
-  int bias_step = 0, mask_step = 0;  // choose() keeps them below 2^24: offsets fit 32 bits
-};
-
-// This thread's rows (clamped to sq: rows past it compute garbage that is
-// never stored, on a real row's bias and mask).
-template <class T>
-__device__ __forceinline__ score_rows<T> rows_at(const attention_plan& p, const block_at& at,
-                                                 std::int64_t first, const T* bias,
-                                                 const bool* mask) {
-  score_rows<T> r;
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const std::int64_t row = first + 8 * i < p.sq ? first + 8 * i : p.sq - 1;
-    r.limit[i] = p.sk;
-    if (p.causal && row + p.sk - p.sq + 1 < r.limit[i]) r.limit[i] = row + p.sk - p.sq + 1;
-    if (bias != nullptr) {
-      r.bias[i] = bias + at.b * p.bias_stride[0] + at.h * p.bias_stride[1] + row * p.bias_stride[2];
-    }
-    if (mask != nullptr) {
-      r.mask[i] = mask + at.b * p.mask_stride[0] + at.h * p.mask_stride[1] + row * p.mask_stride[2];
-    }
-  }
-  r.bias_step = static_cast<int>(p.bias_stride[3]);
-  r.mask_step = static_cast<int>(p.mask_stride[3]);
-  return r;
-}
 
 // One tile of keys [n0, n0 + keys) for the warp's 16 rows (this thread's
 // two, as `rows` has them): scores on the tensor cores, adjusted, the

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "engine/backends/cuda/attention.hpp"
+#include "engine/backends/cuda/attention_common.cuh"
 #include "engine/backends/cuda/common.cuh"
 #include "engine/backends/cuda/launch_shapes.hpp"
 
@@ -24,6 +25,12 @@ namespace coolbench::engine::cuda {
 void launch_mma_attention(dtype type, const void* q, const void* k, const void* v, const void* bias,
                           const bool* mask, void* out, const attention_plan& p,
                           const attention_launch& l, void* stream);
+
+/// The float32 tensor-core kernel (tf32x3_rows64) over float32 q, k, v
+/// (attention_tf32.cu): each product as three TF32 products; sm_90 only.
+void launch_tf32_attention(const float* q, const float* k, const float* v, const float* bias,
+                           const bool* mask, float* out, const attention_plan& p,
+                           const attention_launch& l, void* stream);
 
 }  // namespace coolbench::engine::cuda
 
@@ -181,7 +188,8 @@ __device__ __forceinline__ void wait_copies() {
 }
 
 // Rows [base, base + Rows) of a matrix of head_dim d columns, rows `ld`
-// elements apart, into shared rows of stride<Dim>, by `Threads` threads (a
+// elements apart, into shared rows `Stride` elements apart (stride<Dim>
+// unless said), by `Threads` threads (a
 // warp or a block; `thread` is this one's index among them), zero past
 // `count` rows and past d columns. Rows whose d is a whole number of 16-byte
 // pieces, `ld` too, at a 16-byte aligned address, are copied 16 bytes at a
@@ -190,7 +198,7 @@ __device__ __forceinline__ void wait_copies() {
 // (one element per loop trip waited once per element, which made a GPT-2
 // attention take 45 us on the H200). Others load one element at a time
 // through registers, 8 in flight a thread.
-template <class T, int Dim, int Rows, int Threads>
+template <class T, int Dim, int Rows, int Threads, int Stride>
 __device__ __noinline__ void copy_tile_by_element(T* shared, const T* from, std::int64_t base,
                                                   std::int64_t count, std::int64_t d,
                                                   std::int64_t ld, int thread) {
@@ -206,12 +214,12 @@ __device__ __noinline__ void copy_tile_by_element(T* shared, const T* from, std:
 #pragma unroll
     for (int i = 0; i < batch; ++i) {
       const int e = e0 + i * Threads;
-      if (e < Rows * Dim) shared[(e / Dim) * stride<Dim> + e % Dim] = held[i];
+      if (e < Rows * Dim) shared[(e / Dim) * Stride + e % Dim] = held[i];
     }
   }
 }
 
-template <class T, int Dim, int Rows, int Threads>
+template <class T, int Dim, int Rows, int Threads, int Stride = stride<Dim>>
 __device__ __forceinline__ void copy_tile(T* shared, const T* from, std::int64_t base,
                                           std::int64_t count, std::int64_t d, std::int64_t ld,
                                           int thread) {
@@ -227,18 +235,18 @@ __device__ __forceinline__ void copy_tile(T* shared, const T* from, std::int64_t
     const int rows_left = left <= 0 ? 0 : left >= Rows ? Rows : static_cast<int>(left);
     const bool column = c < d;
     const T* at = from + (base + r0) * ld + c;
-    T* to = &shared[r0 * stride<Dim> + c];
+    T* to = &shared[r0 * Stride + c];
 #pragma unroll
     for (int t = 0; t < trips; ++t) {
       const bool valid = column && t * rows_a_trip < rows_left;
-      copy_16(to + t * rows_a_trip * stride<Dim>, valid ? at : from, valid);
+      copy_16(to + t * rows_a_trip * Stride, valid ? at : from, valid);
       at += rows_a_trip * ld;
     }
     return;
   }
   // Rare (a head dim or row stride not of whole 16-byte pieces): out of line, so its loops do
   // not swell every kernel's code (docs/perf/engine.md, 2026-12-06 morning).
-  copy_tile_by_element<T, Dim, Rows, Threads>(shared, from, base, count, d, ld, thread);
+  copy_tile_by_element<T, Dim, Rows, Threads, Stride>(shared, from, base, count, d, ld, thread);
 }
 
 // A warp's 16 query rows (r0 and r0 + 8 for this thread) as it walks the
@@ -266,3 +274,65 @@ __device__ __forceinline__ void query_fragments(const T* qs, int r0, int tig,
 }
 
 }  // namespace coolbench::engine::cuda::mma
+
+namespace coolbench::engine::cuda {
+
+// Where a block's warps are: its (batch, head), query rows and keys.
+struct block_at {
+  std::int64_t b, h, m0, end;  // end: one past the last key any of its rows sees
+};
+
+// `longest_first`: causal_tile's order (the 64-row kernel; the split-keys kernel runs where its
+// blocks are too few to queue, and the order's register spilled its general form).
+__device__ __forceinline__ block_at locate(const attention_plan& p, int rows, bool longest_first) {
+  block_at at{};
+  const std::int64_t bh = blockIdx.x;
+  at.b = bh / p.heads, at.h = bh % p.heads;
+  at.m0 = (longest_first ? causal_tile(p) : std::int64_t{blockIdx.y}) * rows;
+  at.end = p.sk;
+  if (p.causal) {
+    const std::int64_t last = at.m0 + rows - 1 + p.sk - p.sq;  // the last row's last visible key
+    at.end = last + 1 < at.end ? last + 1 : at.end;
+  }
+  return at;
+}
+
+// What a thread's two rows add to their scores, worked out once a block: the
+// keys each row sees, and its bias and mask rows at key 0 (null: none), whose
+// keys lie `step` elements apart. The per-score work is then an offset from
+// these and one load each, not four 64-bit products a score, which cost
+// BERT's attention (a padding bias) 7-10 % on an H100 (docs/perf/engine.md,
+// "The attention's bias path").
+template <class T>
+struct score_rows {
+  std::int64_t limit[2] = {0, 0};  // one past the last key the row sees
+  const T* bias[2] = {nullptr, nullptr};
+  const bool* mask[2] = {nullptr, nullptr};
+  int bias_step = 0, mask_step = 0;  // choose() keeps them below 2^24: offsets fit 32 bits
+};
+
+// This thread's rows (clamped to sq: rows past it compute garbage that is
+// never stored, on a real row's bias and mask).
+template <class T>
+__device__ __forceinline__ score_rows<T> rows_at(const attention_plan& p, const block_at& at,
+                                                 std::int64_t first, const T* bias,
+                                                 const bool* mask) {
+  score_rows<T> r;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const std::int64_t row = first + 8 * i < p.sq ? first + 8 * i : p.sq - 1;
+    r.limit[i] = p.sk;
+    if (p.causal && row + p.sk - p.sq + 1 < r.limit[i]) r.limit[i] = row + p.sk - p.sq + 1;
+    if (bias != nullptr) {
+      r.bias[i] = bias + at.b * p.bias_stride[0] + at.h * p.bias_stride[1] + row * p.bias_stride[2];
+    }
+    if (mask != nullptr) {
+      r.mask[i] = mask + at.b * p.mask_stride[0] + at.h * p.mask_stride[1] + row * p.mask_stride[2];
+    }
+  }
+  r.bias_step = static_cast<int>(p.bias_stride[3]);
+  r.mask_step = static_cast<int>(p.mask_stride[3]);
+  return r;
+}
+
+}  // namespace coolbench::engine::cuda

@@ -118,6 +118,7 @@ enum class attention_kernel {
   fma_tiled64,     // the same, 64 query rows a block, 4 a thread
   mma_rows64,      // tensor cores: 64 query rows a block, the warps share each key tile
   mma_split_keys,  // tensor cores: 16 query rows a block, the warps split the keys
+  tf32x3_rows64,   // float32 on the tensor cores (3xTF32), 64 query rows a block
 };
 
 struct attention_launch {
@@ -141,10 +142,15 @@ inline std::int64_t attention_decode_chunk(std::int64_t batch_heads, std::int64_
 }
 
 /// The kernel and grid of an attention over batch x heads (batch_heads) of
-/// sq queries and sk > 0 keys. `tensor_cores`: 16-bit on sm_90. `sms`: the
-/// GPU's multiprocessors. `forced`: "" picks; "fma" (the tiled FMA kernel,
-/// its rows picked), "fma32", "fma64", "mma" (64-row tiles) or "split_keys"
-/// take that kernel wherever it runs (decode always splits). The tiled FMA
+/// sq queries and sk > 0 keys. `tensor_cores`: sm_90 (and bias and mask
+/// steps the tensor-core kernels can take); `float32`: the dtype is float32,
+/// not 16-bit. `sms`: the GPU's multiprocessors. `forced`: "" picks; "fma"
+/// (the tiled FMA kernel, its rows picked), "fma32", "fma64", "mma" (64-row
+/// tiles) or "split_keys" take that kernel wherever it runs (decode always
+/// splits; float32 on the tensor cores has tf32x3_rows64 only, which any
+/// other name leaves it on). Float32 takes the tensor cores wherever they
+/// are, in 3xTF32 (attention_tf32.cu), as PyTorch's float32 attention does.
+/// The tiled FMA
 /// kernel takes 64 rows a block where that makes at least a block an SM,
 /// else 32 (twice the blocks, each walking the keys with half the work a
 /// tile; the two not yet measured against each other). It replaced a kernel
@@ -163,7 +169,8 @@ inline std::int64_t attention_decode_chunk(std::int64_t batch_heads, std::int64_
 /// tokens (18.7 against 13.3). Between 197 x 197 (ViT at batch 1, split)
 /// and 512 x 512 the bound is not measured.
 inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq, std::int64_t sk,
-                                       bool tensor_cores, int sms, std::string_view forced) {
+                                       bool tensor_cores, int sms, std::string_view forced,
+                                       bool float32 = false) {
   attention_launch l;
   l.blocks_x = batch_heads;
   const auto tiles = [&](std::int64_t rows) { return (sq + rows - 1) / rows; };
@@ -178,6 +185,11 @@ inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq
     const bool rows64 = forced == "fma64" || (forced != "fma32" && blocks64 >= sms);
     l.kernel = rows64 ? attention_kernel::fma_tiled64 : attention_kernel::fma_tiled32;
     l.blocks_y = tiles(rows64 ? 64 : 32);
+    return l;
+  }
+  if (float32) {
+    l.kernel = attention_kernel::tf32x3_rows64;
+    l.blocks_y = tiles(64);
     return l;
   }
   const bool few = blocks64 < sms && sq * sk <= 256 * 256;
