@@ -6,13 +6,14 @@
 // per configuration: milliseconds, speed-up, and the fused kernel's FLOP/s
 // (4·B·H·Sq·Sk·D, halved for causal prefill) and bytes/s (q, k, v, out,
 // mask once each), and the fused node again on each kernel forced
-// (COOLBENCH_ATTENTION_KERNEL=fma32, fma64, mma, split_keys: the
+// (COOLBENCH_ATTENTION_KERNEL=fma32, fma64, tf32x3, mma, split_keys: the
 // register-tiled FMA kernel (float32's) with 32 and 64 query rows a block,
-// the tensor-core kernels with 64-row tiles and with split keys; "-" where the kernel does not run:
-// the tensor-core ones on float32, every one on decode), and with the tensor-core kernels' scores
-// in their general form (COOLBENCH_ATTENTION_SCORES=general: each score's bias and mask found from
-// runtime steps; the default takes a form of its own without either, or with a bias of 4-byte
-// pairs).
+// float32's 3xTF32 tensor-core kernel, the 16-bit tensor-core kernels with
+// 64-row tiles and with split keys; "-" where the kernel does not run: the
+// 16-bit ones on float32, tf32x3 on 16 bits, every one on decode), and with the tensor-core
+// kernels' scores in their general form (COOLBENCH_ATTENTION_SCORES=general: each score's bias and
+// mask found from runtime steps; the default takes a form of its own without either, or with a bias
+// of 4-byte pairs).
 //
 //   build/bench/attention_bench [RUNS [NAME [DTYPE]]]
 // NAME keeps the configurations whose name contains it ("bert b32"), DTYPE
@@ -152,8 +153,8 @@ int main(int argc, char** argv) {
   std::printf("%s, %d runs after 5 warm-up runs\n\n", gpu->describe().c_str(), runs);
   std::printf(
       "| config | dtype | unfused ms | fused ms | speed-up | fused TFLOP/s | fused GB/s | fma32 ms "
-      "| fma64 ms | mma ms | split_keys ms | general ms |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "| fma64 ms | tf32x3 ms | mma ms | split_keys ms | general ms |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   int measured = 0;
   for (const auto& c : configs()) {
     const attention_spec& s = c.spec;
@@ -173,11 +174,12 @@ int main(int argc, char** argv) {
     const double before = time_graph(unfused, *gpu, runs);
     const double after = time_graph(fused, *gpu, runs);
     // Each kernel forced on the same data (float32 and decode take one only).
-    const char* const kernels[] = {"fma32", "fma64", "mma", "split_keys"};
-    std::string forced[4];
-    for (int k = 0; k < 4; ++k) {
+    const char* const kernels[] = {"fma32", "fma64", "tf32x3", "mma", "split_keys"};
+    std::string forced[5];
+    for (int k = 0; k < 5; ++k) {
       const char* kernel = kernels[k];
-      if ((k > 1 && s.type == dtype::float32) || s.sq == 1) {
+      const bool float32_kernel = k < 3;  // tf32x3 is float32's alone, mma and split_keys 16-bit
+      if ((s.type == dtype::float32 ? !float32_kernel : k == 2) || s.sq == 1) {
         forced[k] = "-";
         continue;
       }
@@ -203,10 +205,10 @@ int main(int argc, char** argv) {
     const double elements =
         static_cast<double>(s.batch * s.heads * s.head_dim * (2 * s.sq + 2 * s.sk));
     const double bytes = elements * static_cast<double>(size_of(s.type));
-    std::printf("| %s | %s | %.4f | %.4f | %.2fx | %.2f | %.0f | %s | %s | %s | %s | %s |\n",
+    std::printf("| %s | %s | %.4f | %.4f | %.2fx | %.2f | %.0f | %s | %s | %s | %s | %s | %s |\n",
                 c.name, std::string(to_string(s.type)).c_str(), before, after, before / after,
                 flops / after / 1e9, bytes / after / 1e6, forced[0].c_str(), forced[1].c_str(),
-                forced[2].c_str(), forced[3].c_str(), general.c_str());
+                forced[2].c_str(), forced[3].c_str(), forced[4].c_str(), general.c_str());
   }
   if (measured == 0) {
     std::fprintf(stderr, "attention_bench: no configuration named like \"%s\"%s%s\n",

@@ -114,12 +114,12 @@ void expect_close(const tensor& got, const tensor& want, const std::string& what
 // "fma32" and "fma64" force the register-tiled FMA kernel with 32 or 64
 // query rows a block for every dtype, "mma" the tensor-core kernel with
 // 64-row tiles, "split_keys" the one with 16-row blocks whose warps split
-// the keys (both 16-bit, sm_90); "default" lets the backend pick
-// (launch_shapes.hpp), which for float32 on sm_90 is the 3xTF32 kernel. " general" runs the
+// the keys (both 16-bit, sm_90), "tf32x3" float32's tensor-core kernel
+// (sm_90); "default" lets the backend pick (launch_shapes.hpp). " general" runs the
 // tensor-core kernels' scores in their general form (COOLBENCH_ATTENTION_SCORES), where by default
 // no bias takes the plain form and a bias of an even Sk the bias_rows form.
-const char* const k_kernels[] = {
-    "default", "fma32", "fma64", "mma", "split_keys", "mma general", "split_keys general"};
+const char* const k_kernels[] = {"default", "fma32",      "fma64",       "tf32x3",
+                                 "mma",     "split_keys", "mma general", "split_keys general"};
 
 void select_kernel(const std::string& kernel) {
   const auto space = kernel.find(' ');
@@ -227,14 +227,13 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
   cases.push_back({128, 0, 64, mask_kind::causal_folded_bias, false});
   cases.push_back({7, 128, 64, mask_kind::causal_folded_bias, false});
   // Every dtype on the kernel the backend picks, then on each kernel forced;
-  // float32 runs its default (3xTF32 on sm_90) and the FMA kernels.
+  // float32 runs the FMA kernels and tf32x3, the 16-bit dtypes all but tf32x3.
   for (const char* kernel : k_kernels) {
     select_kernel(kernel);
+    const std::string name = kernel;
     for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
-      if (type == dtype::float32 && !std::string(kernel).starts_with("fma") &&
-          std::string(kernel) != "default") {
-        continue;
-      }
+      const bool float32_kernel = name == "default" || name.starts_with("fma") || name == "tf32x3";
+      if (type == dtype::float32 ? !float32_kernel : name == "tf32x3") continue;
       for (const auto& c : cases) {
         attention_spec s;
         s.type = type, s.sq = c.sq, s.sk = c.sq + c.past, s.head_dim = c.head_dim;

@@ -146,28 +146,28 @@ TEST(launch_shapes, attention_takes_the_kernel_forced_or_the_only_one_that_runs)
             attention_kernel::mma_rows64);
 }
 
-TEST(launch_shapes, attention_float32_takes_the_tensor_cores_in_3xtf32_unless_fma_is_forced) {
+TEST(launch_shapes, attention_float32_takes_3xtf32_where_forced_and_the_fma_kernel_else) {
   for (const std::int64_t s : {2, 128, 197, 1024}) {
-    const auto l = plan_attention(12, s, s, true, k_h200_sms, "", true);
+    const auto l = plan_attention(12, s, s, true, k_h200_sms, "tf32x3", true);
     EXPECT_EQ(l.kernel, attention_kernel::tf32x3_rows64) << s;
     EXPECT_EQ(l.blocks_x, 12);
     EXPECT_EQ(l.blocks_y, (s + 63) / 64);
   }
-  // The 16-bit kernels' names leave float32 on its one tensor-core kernel.
-  for (const char* forced : {"mma", "split_keys", "tf32x3"}) {
-    EXPECT_EQ(plan_attention(384, 128, 128, true, k_h200_sms, forced, true).kernel,
-              attention_kernel::tf32x3_rows64)
+  // By default, and under the 16-bit kernels' names, float32 stays on the FMA kernel.
+  for (const char* forced : {"", "mma", "split_keys"}) {
+    EXPECT_EQ(plan_attention(12, 1024, 1024, true, k_h200_sms, forced, true).kernel,
+              attention_kernel::fma_tiled64)
         << forced;
   }
-  EXPECT_EQ(plan_attention(12, 1024, 1024, true, k_h200_sms, "fma", true).kernel,
-            attention_kernel::fma_tiled64);
   EXPECT_EQ(plan_attention(12, 128, 128, true, k_h200_sms, "fma32", true).kernel,
             attention_kernel::fma_tiled32);
   // Without sm_90 (or with steps the tensor-core kernels cannot take): the FMA kernel.
-  EXPECT_EQ(plan_attention(12, 1024, 1024, false, k_h200_sms, "", true).kernel,
+  EXPECT_EQ(plan_attention(12, 1024, 1024, false, k_h200_sms, "tf32x3", true).kernel,
             attention_kernel::fma_tiled64);
-  // Decode splits the keys, whatever the dtype.
-  EXPECT_EQ(plan_attention(12, 1, 129, true, k_h200_sms, "", true).kernel,
+  // 16-bit dtypes take their own kernels under that name; decode splits the keys.
+  EXPECT_EQ(plan_attention(12, 1024, 1024, true, k_h200_sms, "tf32x3").kernel,
+            attention_kernel::mma_rows64);
+  EXPECT_EQ(plan_attention(12, 1, 129, true, k_h200_sms, "tf32x3", true).kernel,
             attention_kernel::decode_split);
 }
 
@@ -190,7 +190,7 @@ TEST(launch_shapes, attention_fma_takes_64_rows_where_they_make_a_block_an_sm) {
 }
 
 TEST(launch_shapes, attention_grids_cover_every_query_row_once) {
-  for (const char* forced : {"", "fma", "fma32", "fma64", "mma", "split_keys"}) {
+  for (const char* forced : {"", "fma", "fma32", "fma64", "mma", "split_keys", "tf32x3"}) {
     for (const bool tensor_cores : {false, true}) {
       for (const bool float32 : {false, true}) {
         for (const std::int64_t sq : {2, 7, 16, 17, 64, 65, 128, 197, 1024}) {

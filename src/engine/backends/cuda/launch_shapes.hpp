@@ -147,10 +147,10 @@ inline std::int64_t attention_decode_chunk(std::int64_t batch_heads, std::int64_
 /// not 16-bit. `sms`: the GPU's multiprocessors. `forced`: "" picks; "fma"
 /// (the tiled FMA kernel, its rows picked), "fma32", "fma64", "mma" (64-row
 /// tiles) or "split_keys" take that kernel wherever it runs (decode always
-/// splits; float32 on the tensor cores has tf32x3_rows64 only, which any
-/// other name leaves it on). Float32 takes the tensor cores wherever they
-/// are, in 3xTF32 (attention_tf32.cu), as PyTorch's float32 attention does.
-/// The tiled FMA
+/// splits; "tf32x3" takes float32 onto the tensor cores in 3xTF32,
+/// attention_tf32.cu, as PyTorch's float32 attention computes). Float32
+/// stays on the FMA kernel by default until the 3xTF32 kernel has run on a
+/// GPU (written 2026-12-06, not yet run there). The tiled FMA
 /// kernel takes 64 rows a block where that makes at least a block an SM,
 /// else 32 (twice the blocks, each walking the keys with half the work a
 /// tile; the two not yet measured against each other). It replaced a kernel
@@ -181,15 +181,15 @@ inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq
     return l;
   }
   const std::int64_t blocks64 = batch_heads * tiles(64);
-  if (!tensor_cores || forced.starts_with("fma")) {
+  if (float32 && tensor_cores && forced == "tf32x3") {
+    l.kernel = attention_kernel::tf32x3_rows64;
+    l.blocks_y = tiles(64);
+    return l;
+  }
+  if (!tensor_cores || float32 || forced.starts_with("fma")) {
     const bool rows64 = forced == "fma64" || (forced != "fma32" && blocks64 >= sms);
     l.kernel = rows64 ? attention_kernel::fma_tiled64 : attention_kernel::fma_tiled32;
     l.blocks_y = tiles(rows64 ? 64 : 32);
-    return l;
-  }
-  if (float32) {
-    l.kernel = attention_kernel::tf32x3_rows64;
-    l.blocks_y = tiles(64);
     return l;
   }
   const bool few = blocks64 < sms && sq * sk <= 256 * 256;
