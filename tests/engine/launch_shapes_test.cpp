@@ -146,21 +146,35 @@ TEST(launch_shapes, attention_takes_the_kernel_forced_or_the_only_one_that_runs)
             attention_kernel::mma_rows64);
 }
 
-TEST(launch_shapes, attention_float32_takes_3xtf32_where_forced_and_the_fma_kernel_else) {
-  for (const std::int64_t s : {2, 128, 197, 1024}) {
-    const auto l = plan_attention(12, s, s, true, k_h200_sms, "tf32x3", true);
-    EXPECT_EQ(l.kernel, attention_kernel::tf32x3_rows64) << s;
-    EXPECT_EQ(l.blocks_x, 12);
-    EXPECT_EQ(l.blocks_y, (s + 63) / 64);
+TEST(launch_shapes, attention_float32_takes_3xtf32_where_64_row_blocks_fill_the_sms) {
+  // GPT-2 at batch 8 x 128 and 1 x 1024 (192 blocks of 64 rows), BERT at batch 32 (768), ViT at
+  // batch 32 (1536): 3xTF32, 1.18-1.33x the FMA kernel on an H100.
+  for (const auto& [bh, s] : {std::pair<std::int64_t, std::int64_t>{96, 128},
+                              {12, 1024},
+                              {96, 1024},
+                              {384, 128},
+                              {384, 197},
+                              {132, 64}}) {
+    for (const char* forced : {"", "tf32x3", "mma", "split_keys"}) {
+      const auto l = plan_attention(bh, s, s, true, k_h200_sms, forced, true);
+      EXPECT_EQ(l.kernel, attention_kernel::tf32x3_rows64) << bh << " " << s << " " << forced;
+      EXPECT_EQ(l.blocks_x, bh);
+      EXPECT_EQ(l.blocks_y, (s + 63) / 64);
+    }
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "fma", true).kernel,
+              attention_kernel::fma_tiled64);
   }
-  // By default, and under the 16-bit kernels' names, float32 stays on the FMA kernel.
-  for (const char* forced : {"", "mma", "split_keys"}) {
-    EXPECT_EQ(plan_attention(12, 1024, 1024, true, k_h200_sms, forced, true).kernel,
-              attention_kernel::fma_tiled64)
-        << forced;
+  // Batch 1 at 128 and 197 tokens (24 and 48 blocks), head dim 128 at 512 (96), a block short
+  // of an SM: the FMA kernel, which was level or faster there, unless tf32x3 is forced.
+  for (const auto& [bh, s] :
+       {std::pair<std::int64_t, std::int64_t>{12, 128}, {12, 197}, {12, 512}, {131, 64}}) {
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "", true).kernel,
+              attention_kernel::fma_tiled32)
+        << bh << " " << s;
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "tf32x3", true).kernel,
+              attention_kernel::tf32x3_rows64)
+        << bh << " " << s;
   }
-  EXPECT_EQ(plan_attention(12, 128, 128, true, k_h200_sms, "fma32", true).kernel,
-            attention_kernel::fma_tiled32);
   // Without sm_90 (or with steps the tensor-core kernels cannot take): the FMA kernel.
   EXPECT_EQ(plan_attention(12, 1024, 1024, false, k_h200_sms, "tf32x3", true).kernel,
             attention_kernel::fma_tiled64);

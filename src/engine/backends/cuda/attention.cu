@@ -8,10 +8,9 @@
 // the tiles past a block's last visible key are never loaded.
 //
 // The tensor-core kernels for float16 and bfloat16 are in attention_mma.cu,
-// float32's 3xTF32 one in attention_tf32.cu (taken where
-// COOLBENCH_ATTENTION_KERNEL=tf32x3 asks, until it has run on a GPU), decode's
-// (one query row) in attention_decode.cu; launch_shapes.hpp picks the kernel
-// and grid.
+// float32's 3xTF32 one in attention_tf32.cu (where 64-row blocks fill the
+// SMs; this kernel below that), decode's (one query row) in
+// attention_decode.cu; launch_shapes.hpp picks the kernel and grid.
 #include <cfloat>
 
 #include <cstdlib>
@@ -308,8 +307,9 @@ void launch_fma(const T* q, const T* k, const T* v, const T* bias, const bool* m
 }
 
 // The kernel for a plan: the tensor cores where their sm_90 code is (the
-// PTX the project also ships is for compute_75, without mma) for 16-bit
-// dtypes; COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64, tf32x3, mma or split_keys
+// PTX the project also ships is for compute_75, without mma), float32's in
+// 3xTF32 where it has the blocks; COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64,
+// tf32x3, mma or split_keys
 // forces one (launch_shapes.hpp), and COOLBENCH_ATTENTION_SCORES=general the tensor-core kernels'
 // general score form (attention_mma.cu), for comparisons and tests.
 attention_launch choose(const attention_plan& p, bool sixteen_bits) {

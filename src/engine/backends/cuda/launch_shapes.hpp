@@ -148,9 +148,13 @@ inline std::int64_t attention_decode_chunk(std::int64_t batch_heads, std::int64_
 /// (the tiled FMA kernel, its rows picked), "fma32", "fma64", "mma" (64-row
 /// tiles) or "split_keys" take that kernel wherever it runs (decode always
 /// splits; "tf32x3" takes float32 onto the tensor cores in 3xTF32,
-/// attention_tf32.cu, as PyTorch's float32 attention computes). Float32
-/// stays on the FMA kernel by default until the 3xTF32 kernel has run on a
-/// GPU (written 2026-12-06, not yet run there). The tiled FMA
+/// attention_tf32.cu, as PyTorch's float32 attention computes; a name of
+/// the other dtype's kernels picks as "" does). Float32 takes 3xTF32 where
+/// 64-row blocks are at least the SMs, else the FMA kernel: attention_bench
+/// on an H100 (2026-12-07, one process) had 3xTF32 1.18-1.33x faster at
+/// 192-1536 blocks (GPT-2 at batch 8 x 128, 1 x 1024, 8 x 1024; BERT and ViT
+/// at batch 32) and level or slower at 24-96 (batch 1 at 128 and 197
+/// tokens: 19.2 against 17.7 us for BERT, 24.8 against 21.9 for ViT). The tiled FMA
 /// kernel takes 64 rows a block where that makes at least a block an SM,
 /// else 32 (twice the blocks, each walking the keys with half the work a
 /// tile; the two not yet measured against each other). It replaced a kernel
@@ -181,12 +185,13 @@ inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq
     return l;
   }
   const std::int64_t blocks64 = batch_heads * tiles(64);
-  if (float32 && tensor_cores && forced == "tf32x3") {
+  const bool fma = forced.starts_with("fma");
+  if (float32 && tensor_cores && !fma && (forced == "tf32x3" || blocks64 >= sms)) {
     l.kernel = attention_kernel::tf32x3_rows64;
     l.blocks_y = tiles(64);
     return l;
   }
-  if (!tensor_cores || float32 || forced.starts_with("fma")) {
+  if (!tensor_cores || float32 || fma) {
     const bool rows64 = forced == "fma64" || (forced != "fma32" && blocks64 >= sms);
     l.kernel = rows64 ? attention_kernel::fma_tiled64 : attention_kernel::fma_tiled32;
     l.blocks_y = tiles(rows64 ? 64 : 32);
