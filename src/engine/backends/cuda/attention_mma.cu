@@ -117,34 +117,7 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
   } else {
     adjust(std::true_type{});
   }
-  // exp(x - base) as 2^((x - base)·log2 e) by the MUFU alone: three instructions a score, where
-  // __expf's guard of results below 2^-126 made it five (such a probability adds nothing to a
-  // row whose largest is 1). Not one FMA, x·log2 e - base·log2 e: base·log2 e overflows for a
-  // base below -2.4e38, a row masked so far by bfloat16's or float32's lowest, whose scores
-  // must still weigh equally.
-  float base[2], rescale[2], tile_total[2] = {0, 0};
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const float next = fmaxf(r.peak[i], row_max(tile_peak[i]));
-    base[i] = next == -INFINITY ? 0.0F : next;  // a row hidden so far adds nothing
-    rescale[i] = mma::exp2_ftz((r.peak[i] - base[i]) * mma::k_log2e);
-    r.peak[i] = next;
-  }
-#pragma unroll
-  for (int nt = 0; nt < keys / 8; ++nt) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      s[nt][e] = mma::exp2_ftz((s[nt][e] - base[e / 2]) * mma::k_log2e);
-      tile_total[e / 2] += s[nt][e];
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < 2; ++i) r.total[i] = r.total[i] * rescale[i] + row_sum(tile_total[i]);
-#pragma unroll
-  for (int dt = 0; dt < Dim / 8; ++dt) {
-    r.o[dt][0] *= rescale[0], r.o[dt][1] *= rescale[0];
-    r.o[dt][2] *= rescale[1], r.o[dt][3] *= rescale[1];
-  }
+  mma::softmax_step<Dim>(s, tile_peak, r);
 #pragma unroll
   for (int kk = 0; kk < keys / 16; ++kk) {
     const std::uint32_t pa[4] = {mma::pack<T>(s[2 * kk][0], s[2 * kk][1]),

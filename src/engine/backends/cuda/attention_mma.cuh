@@ -259,6 +259,45 @@ struct row_state {
   float o[Dim / 8][4] = {};
 };
 
+// The online-softmax step of a warp's 16 rows over one tile of scores `s`,
+// in accumulator fragments (this thread's rows r0 and r0 + 8 as e / 2),
+// already scaled, biased or masked, each row's largest of the tile in
+// `tile_peak`: the scores become exp(s - base) for the new running maximum
+// base, and the running sum and output are rescaled to it. exp(x - base) is
+// 2^((x - base)·log2 e) by the MUFU alone: three instructions a score, where
+// __expf's guard of results below 2^-126 made it five (such a probability
+// adds nothing to a row whose largest is 1). Not one FMA, x·log2 e -
+// base·log2 e: base·log2 e overflows for a base below -2.4e38, a row masked
+// so far by bfloat16's or float32's lowest, whose scores must still weigh
+// equally.
+template <int Dim, int Tiles>
+__device__ __forceinline__ void softmax_step(float (&s)[Tiles][4], const float (&tile_peak)[2],
+                                             row_state<Dim>& r) {
+  float base[2], rescale[2], tile_total[2] = {0, 0};
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const float next = fmaxf(r.peak[i], row_max(tile_peak[i]));
+    base[i] = next == -INFINITY ? 0.0F : next;  // a row hidden so far adds nothing
+    rescale[i] = exp2_ftz((r.peak[i] - base[i]) * k_log2e);
+    r.peak[i] = next;
+  }
+#pragma unroll
+  for (int nt = 0; nt < Tiles; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      s[nt][e] = exp2_ftz((s[nt][e] - base[e / 2]) * k_log2e);
+      tile_total[e / 2] += s[nt][e];
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) r.total[i] = r.total[i] * rescale[i] + row_sum(tile_total[i]);
+#pragma unroll
+  for (int dt = 0; dt < Dim / 8; ++dt) {
+    r.o[dt][0] *= rescale[0], r.o[dt][1] *= rescale[0];
+    r.o[dt][2] *= rescale[1], r.o[dt][3] *= rescale[1];
+  }
+}
+
 // The A fragments of the warp's 16 query rows from shared rows `qs`.
 template <class T, int Dim>
 __device__ __forceinline__ void query_fragments(const T* qs, int r0, int tig,

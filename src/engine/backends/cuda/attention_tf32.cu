@@ -148,31 +148,7 @@ __device__ __forceinline__ void attend_tile(const float* qs, const float* ks, co
       tile_peak[i] = fmaxf(tile_peak[i], x);
     }
   }
-  // The online softmax as attention_mma.cu's attend_tile has it (exp by the MUFU, base
-  // subtracted first).
-  float base[2], rescale[2], tile_total[2] = {0, 0};
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const float next = fmaxf(r.peak[i], row_max(tile_peak[i]));
-    base[i] = next == -INFINITY ? 0.0F : next;  // a row hidden so far adds nothing
-    rescale[i] = mma::exp2_ftz((r.peak[i] - base[i]) * mma::k_log2e);
-    r.peak[i] = next;
-  }
-#pragma unroll
-  for (int nt = 0; nt < keys / 8; ++nt) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      s[nt][e] = mma::exp2_ftz((s[nt][e] - base[e / 2]) * mma::k_log2e);
-      tile_total[e / 2] += s[nt][e];
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < 2; ++i) r.total[i] = r.total[i] * rescale[i] + row_sum(tile_total[i]);
-#pragma unroll
-  for (int dt = 0; dt < Dim / 8; ++dt) {
-    r.o[dt][0] *= rescale[0], r.o[dt][1] *= rescale[0];
-    r.o[dt][2] *= rescale[1], r.o[dt][3] *= rescale[1];
-  }
+  mma::softmax_step<Dim>(s, tile_peak, r);
   // The probabilities of keys nt * 8 + 0..7 in k order 0, 2, 4, 6, 1, 3, 5, 7: a0 (row g, key
   // 2t) is c0, a1 (row g + 8, key 2t) c2, a2 (row g, key 2t + 1) c1, a3 c3; V's rows the same.
 #pragma unroll
