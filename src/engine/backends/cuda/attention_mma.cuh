@@ -374,4 +374,44 @@ __device__ __forceinline__ score_rows<T> rows_at(const attention_plan& p, const 
   return r;
 }
 
+// A warp's 16 finished rows (this thread's r0 and r0 + 8 of the block),
+// normalised, into `out`: two adjacent columns a store where they can go
+// together.
+template <class T, int Dim>
+__device__ __forceinline__ void store_rows(const mma::row_state<Dim>& r, const attention_plan& p,
+                                           const block_at& at, int r0, int tig, T* out) {
+  T* base = out + at.b * p.out_stride[0] + at.h * p.out_stride[1];
+  const bool pairs = p.head_dim % 2 == 0 && p.out_stride[2] % 2 == 0 &&
+                     reinterpret_cast<std::uintptr_t>(base) % (2 * sizeof(T)) == 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // rows r0 and r0 + 8
+    const std::int64_t i = at.m0 + r0 + 8 * h;
+    if (i >= p.sq) continue;
+    // finish() for the whole row: one division, not one an element.
+    const float total = r.total[h];
+    const bool seen = total > 0;
+    const float scale = seen ? 1.0F / total : 0.0F;
+    const float empty = p.zero_empty_rows ? 0.0F : __int_as_float(0x7fc00000);
+    const auto finished = [&](float acc) { return narrow<T>(seen ? acc * scale : empty); };
+#pragma unroll
+    for (int dt = 0; dt < Dim / 8; ++dt) {
+      const std::int64_t col = dt * 8 + tig * 2;
+      if (col >= p.head_dim) continue;
+      const T lo = finished(r.o[dt][2 * h]);
+      const T hi = finished(r.o[dt][2 * h + 1]);
+      T* at_col = base + i * p.out_stride[2] + col;
+      if (pairs) {  // two elements aligned: base, the row and the column are
+        if constexpr (std::is_same_v<T, float>) {
+          *reinterpret_cast<float2*>(at_col) = make_float2(lo, hi);
+        } else {
+          *reinterpret_cast<std::uint32_t*>(at_col) = mma::pair(lo, hi);
+        }
+      } else {
+        at_col[0] = lo;
+        if (col + 1 < p.head_dim) at_col[1] = hi;
+      }
+    }
+  }
+}
+
 }  // namespace coolbench::engine::cuda

@@ -162,40 +162,6 @@ __device__ __forceinline__ void attend_tile(const float* qs, const float* ks, co
   }
 }
 
-// A warp's 16 finished rows (this thread's r0 and r0 + 8 of the block),
-// normalised, into `out`: two adjacent columns a store where they can go
-// together.
-template <int Dim>
-__device__ __forceinline__ void store_rows(const mma::row_state<Dim>& r, const attention_plan& p,
-                                           const block_at& at, int r0, int t, float* out) {
-  float* base = out + at.b * p.out_stride[0] + at.h * p.out_stride[1];
-  const bool pairs = p.head_dim % 2 == 0 && p.out_stride[2] % 2 == 0 &&
-                     reinterpret_cast<std::uintptr_t>(base) % (2 * sizeof(float)) == 0;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {  // rows r0 and r0 + 8
-    const std::int64_t i = at.m0 + r0 + 8 * h;
-    if (i >= p.sq) continue;
-    const float total = r.total[h];
-    const bool seen = total > 0;
-    const float scale = seen ? 1.0F / total : 0.0F;
-    const float empty = p.zero_empty_rows ? 0.0F : __int_as_float(0x7fc00000);
-#pragma unroll
-    for (int dt = 0; dt < Dim / 8; ++dt) {
-      const std::int64_t col = dt * 8 + t * 2;
-      if (col >= p.head_dim) continue;
-      const float lo = seen ? r.o[dt][2 * h] * scale : empty;
-      const float hi = seen ? r.o[dt][2 * h + 1] * scale : empty;
-      float* at_col = base + i * p.out_stride[2] + col;
-      if (pairs) {  // 8-byte aligned: base, the row and the column are
-        *reinterpret_cast<float2*>(at_col) = make_float2(lo, hi);
-      } else {
-        at_col[0] = lo;
-        if (col + 1 < p.head_dim) at_col[1] = hi;
-      }
-    }
-  }
-}
-
 // A block takes 64 query rows of one (batch, head), 16 a warp, and walks
 // its keys tile by tile, the 4 warps sharing each K and V tile and the next
 // tile's copies in flight while they work on this one; causal blocks start
@@ -236,7 +202,7 @@ __global__ void __launch_bounds__(k_threads, 2)
     attend_tile<Dim, Plain>(qs, ks, ks + keys * st, n0, p, rows, r0, r);
   }
   mma::wait_copies();  // the query rows' copies, where no key is visible to any row
-  store_rows<Dim>(r, p, at, r0, static_cast<int>(threadIdx.x % 4), out);
+  store_rows<float, Dim>(r, p, at, r0, static_cast<int>(threadIdx.x % 4), out);
 }
 
 template <int Dim, bool Plain>
