@@ -8,7 +8,8 @@
 // scaled_dot_product_attention (its memory-efficient kernel) computes the
 // same way on sm_80 and later. The register-tiled FMA kernel (attention.cu)
 // reached 2-29 TFLOP/s of the H200's 67 on GPT-2's shapes; this one was
-// 1.18-1.33x faster where its 64-row blocks fill the SMs, and is taken there
+// 1.18-1.33x faster on an H100 where its 64-row blocks fill the SMs, and is
+// taken there
 // (launch_shapes.hpp; COOLBENCH_ATTENTION_KERNEL=tf32x3 forces it).
 //
 // Fragments (PTX ISA, mma.m16n8k8 .tf32; g = lane / 4, t = lane % 4):
