@@ -9,8 +9,7 @@
 // same way on sm_80 and later. The register-tiled FMA kernel (attention.cu)
 // reached 2-29 TFLOP/s of the H200's 67 on GPT-2's shapes; this one was
 // 1.18-1.33x faster on an H100 where its 64-row blocks fill the SMs, and is
-// taken there
-// (launch_shapes.hpp; COOLBENCH_ATTENTION_KERNEL=tf32x3 forces it).
+// taken there (launch_shapes.hpp; COOLBENCH_ATTENTION_KERNEL=tf32x3 forces it).
 //
 // Fragments (PTX ISA, mma.m16n8k8 .tf32; g = lane / 4, t = lane % 4):
 //   A 16x8: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
