@@ -96,11 +96,11 @@ def torch_child(args):
                 return F.scaled_dot_product_attention(q, k, v, **kw)
 
             row = {"config": name, "dtype": dtype_name}
-            row["default_ms"], _ = time_graph(torch, call, args.runs)
+            row["default_ms"] = time_graph(torch, call, args.runs)
             for backend in BACKENDS:
                 try:
                     with sdpa_kernel(getattr(SDPBackend, backend)):
-                        row[backend.lower() + "_ms"], _ = time_graph(torch, call, args.runs)
+                        row[backend.lower() + "_ms"] = time_graph(torch, call, args.runs)
                 except RuntimeError:
                     row[backend.lower() + "_ms"] = None  # this backend does not take the case
             # Which backend the default is: the forced one whose time it matches best.
@@ -132,7 +132,7 @@ def time_graph(torch, call, runs, per_graph=20):
         graph.replay()
     end.record()
     end.synchronize()
-    return start.elapsed_time(end) / (runs * per_graph), None
+    return start.elapsed_time(end) / (runs * per_graph)
 
 
 # ---- the parent ---------------------------------------------------------------------------
@@ -171,6 +171,10 @@ def torch_rows(args):
                      f"{done.stderr.strip()[-2000:]}")
 
 
+def cell(ms):
+    return "–" if ms is None else f"{ms:.4f}"
+
+
 def median_of(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -206,7 +210,7 @@ def main():
                 for r in torch_rows(args):
                     theirs.setdefault((r["config"], r["dtype"]), []).append(r)
     print(f"{described}; {args.rounds} fresh processes of each side, the median of them\n")
-    cols = ["default", "flash_attention", "efficient_attention", "cudnn_attention", "math"]
+    cols = ["default"] + [backend.lower() for backend in BACKENDS]  # the child's row keys
     print("| config | dtype | coolbench ms | torch ms (default) | default is | ratio | "
           "coolbench TFLOP/s | flash ms | efficient ms | cuDNN ms | math ms |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -221,10 +225,6 @@ def main():
                **{f"torch_{c}_ms": fig[c] for c in cols}}
         row["ratio"] = ms / fig["default"] if fig["default"] else None
         table.append(row)
-
-        def cell(v):
-            return "–" if v is None else f"{v:.4f}"
-
         ratio = "–" if row["ratio"] is None else f"{row['ratio']:.2f}x"
         print(f"| {key[0]} | {key[1]} | {ms:.4f} | {cell(fig['default'])} | "
               f"{row['torch_default_is'] or '–'} | {ratio} | {flops(key[0]) / ms / 1e9:.1f} | "
