@@ -2,15 +2,20 @@
 // configuration's unfused graph (MatMul, scale, mask, Softmax, MatMul, as
 // the exporters write it) and the same graph after the attention fusion
 // pass, each run node by node on the CUDA backend, timed with CUDA events
-// over 50 runs after 5 warm-up runs on random data. Prints one markdown row
-// per configuration: milliseconds, speed-up, and the fused kernel's FLOP/s
-// (4·B·H·Sq·Sk·D, halved for causal prefill) and bytes/s (q, k, v, out,
-// mask once each), and the fused node again on each kernel forced
-// (COOLBENCH_ATTENTION_KERNEL=fma32, fma64, tf32x3, mma, split_keys: the
-// register-tiled FMA kernel (float32's) with 32 and 64 query rows a block,
-// float32's 3xTF32 tensor-core kernel, the 16-bit tensor-core kernels with
-// 64-row tiles and with split keys; "-" where the kernel does not run: the
-// 16-bit ones on float32, tf32x3 on 16 bits, every one on decode), and with the tensor-core
+// over RUNS runs after 5 warm-up runs on random data; then the unfused graph
+// in a CUDA session ("graph ms": the session fuses it and replays its CUDA
+// graph, RUNS launches back to back, so a short kernel is timed at its own
+// pace, not at the host's launches through the backend). Prints one
+// markdown row per configuration: milliseconds, speed-up, and the session's
+// FLOP/s (4·B·H·Sq·Sk·D, halved for causal prefill) and bytes/s (q, k, v,
+// out, mask once each), and the fused node again on each kernel forced
+// (COOLBENCH_ATTENTION_KERNEL=fma32, fma64, tf32x3, mma, split_keys,
+// decode_scalar: the register-tiled FMA kernel (float32's) with 32 and 64
+// query rows a block, float32's 3xTF32 tensor-core kernel, the 16-bit
+// tensor-core kernels with 64-row tiles and with split keys, decode's kernel
+// of an element a load; "-" where the kernel does not run: the 16-bit ones
+// on float32, tf32x3 on 16 bits, decode_scalar on prefill, the others on
+// decode), and with the tensor-core
 // kernels' scores in their general form (COOLBENCH_ATTENTION_SCORES=general: each score's bias and
 // mask found from runtime steps; the default takes a form of its own without either, or with a bias
 // of 4-byte pairs).
@@ -28,6 +33,7 @@
 
 #include "coolbench/device.hpp"
 #include "coolbench/engine/passes.hpp"
+#include "coolbench/engine/session.hpp"
 #include "engine/attention_graphs.hpp"
 #include "engine/backend.hpp"
 #include "engine/backends/registry.hpp"
@@ -60,17 +66,52 @@ tensor random_tensor(dtype type, const shape_t& shape, std::mt19937& rng) {
   return t;
 }
 
-// Milliseconds per run of g's nodes on b (inputs resident), by CUDA events.
-double time_graph(const graph& g, backend& b, int runs) {
+// g's inputs on random data (a boolean input is a causal mask).
+std::map<std::string, tensor> random_inputs(const graph& g) {
   std::mt19937 rng(3);
-  std::map<std::string, tensor> values;
-  for (const auto& [name, t] : g.initializers) values[name] = b.copy_in(t);
+  std::map<std::string, tensor> inputs;
   for (const auto& v : g.inputs) {
     shape_t shape;
     for (const auto& d : v.shape) shape.push_back(d.value);
-    values[v.name] = b.copy_in(v.type == dtype::boolean ? future_mask(shape[2], shape[3], true)
-                                                        : random_tensor(v.type, shape, rng));
+    inputs[v.name] = v.type == dtype::boolean ? future_mask(shape[2], shape[3], true)
+                                              : random_tensor(v.type, shape, rng);
   }
+  return inputs;
+}
+
+// Milliseconds per run of g in a CUDA session on cuda:0 (its own fusion passes, memory plan and
+// CUDA graph, as a model runs), by CUDA events over `runs` graph launches queued back to back
+// after 5 warm-up runs: the kernels' pace, where time_graph's launches through the backend
+// (host dispatch and an output allocation a node) set the pace of a kernel shorter than them.
+double time_session(const graph& g, int runs) {
+  coolbench::engine::session s(g, "cuda:0");
+  for (auto& [name, value] : random_inputs(g)) s.set_input(name, std::move(value));
+  for (int i = 0; i < 5; ++i) s.run();
+  if (s.execution().mode != execution_mode::graph) {
+    std::fprintf(stderr, "attention_bench: the session runs node by node: %s\n",
+                 s.execution().reason.c_str());
+  }
+  const auto stream = static_cast<cudaStream_t>(s.stream());
+  cudaEvent_t start = nullptr, stop = nullptr;
+  check(cudaEventCreate(&start));
+  check(cudaEventCreate(&stop));
+  s.prepare();
+  check(cudaEventRecord(start, stream));
+  for (int i = 0; i < runs; ++i) s.launch();
+  check(cudaEventRecord(stop, stream));
+  s.synchronize();
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, start, stop));
+  check(cudaEventDestroy(start));
+  check(cudaEventDestroy(stop));
+  return static_cast<double>(ms) / runs;
+}
+
+// Milliseconds per run of g's nodes on b (inputs resident), by CUDA events.
+double time_graph(const graph& g, backend& b, int runs) {
+  std::map<std::string, tensor> values;
+  for (const auto& [name, t] : g.initializers) values[name] = b.copy_in(t);
+  for (auto& [name, t] : random_inputs(g)) values[name] = b.copy_in(t);
   const auto once = [&] {
     for (const node& n : g.nodes) {
       std::vector<const tensor*> in;
@@ -152,9 +193,10 @@ int main(int argc, char** argv) {
   const auto gpu = make_backend("cuda:0");
   std::printf("%s, %d runs after 5 warm-up runs\n\n", gpu->describe().c_str(), runs);
   std::printf(
-      "| config | dtype | unfused ms | fused ms | speed-up | fused TFLOP/s | fused GB/s | fma32 ms "
-      "| fma64 ms | tf32x3 ms | mma ms | split_keys ms | general ms |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "| config | dtype | unfused ms | fused ms | graph ms | speed-up | fused TFLOP/s | fused GB/s "
+      "| fma32 ms | fma64 ms | tf32x3 ms | mma ms | split_keys ms | decode_scalar ms | general ms "
+      "|\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   int measured = 0;
   for (const auto& c : configs()) {
     const attention_spec& s = c.spec;
@@ -173,13 +215,21 @@ int main(int argc, char** argv) {
     }
     const double before = time_graph(unfused, *gpu, runs);
     const double after = time_graph(fused, *gpu, runs);
-    // Each kernel forced on the same data (float32 and decode take one only).
-    const char* const kernels[] = {"fma32", "fma64", "tf32x3", "mma", "split_keys"};
-    std::string forced[5];
-    for (int k = 0; k < 5; ++k) {
+    const double graphed = time_session(unfused, runs);
+    // Each kernel forced on the same data: tf32x3 is float32's alone, mma and split_keys
+    // 16-bit; decode_scalar (decode's kernel of an element a load) runs decode alone, the
+    // others prefill alone.
+    const char* const kernels[] = {"fma32", "fma64",      "tf32x3",
+                                   "mma",   "split_keys", "decode_scalar"};
+    constexpr int k_forced = 6;
+    std::string forced[k_forced];
+    for (int k = 0; k < k_forced; ++k) {
       const char* kernel = kernels[k];
-      const bool float32_kernel = k < 3;  // tf32x3 is float32's alone, mma and split_keys 16-bit
-      if ((s.type == dtype::float32 ? !float32_kernel : k == 2) || s.sq == 1) {
+      const bool float32_kernel = k < 3, decode_kernel = k == 5;
+      const bool runs_here = decode_kernel
+                                 ? s.sq == 1
+                                 : s.sq > 1 && (s.type == dtype::float32 ? float32_kernel : k != 2);
+      if (!runs_here) {
         forced[k] = "-";
         continue;
       }
@@ -205,10 +255,13 @@ int main(int argc, char** argv) {
     const double elements =
         static_cast<double>(s.batch * s.heads * s.head_dim * (2 * s.sq + 2 * s.sk));
     const double bytes = elements * static_cast<double>(size_of(s.type));
-    std::printf("| %s | %s | %.4f | %.4f | %.2fx | %.2f | %.0f | %s | %s | %s | %s | %s | %s |\n",
-                c.name, std::string(to_string(s.type)).c_str(), before, after, before / after,
-                flops / after / 1e9, bytes / after / 1e6, forced[0].c_str(), forced[1].c_str(),
-                forced[2].c_str(), forced[3].c_str(), forced[4].c_str(), general.c_str());
+    std::printf(
+        "| %s | %s | %.4f | %.4f | %.4f | %.2fx | %.2f | %.0f | %s | %s | %s | %s | %s | %s | %s "
+        "|\n",
+        c.name, std::string(to_string(s.type)).c_str(), before, after, graphed, before / after,
+        flops / graphed / 1e9, bytes / graphed / 1e6, forced[0].c_str(), forced[1].c_str(),
+        forced[2].c_str(), forced[3].c_str(), forced[4].c_str(), forced[5].c_str(),
+        general.c_str());
   }
   if (measured == 0) {
     std::fprintf(stderr, "attention_bench: no configuration named like \"%s\"%s%s\n",

@@ -269,7 +269,8 @@ TEST(cuda_attention, many_batches_and_heads) {
 // One query row (decode: chunks of keys over blocks, then their merge) over
 // pasts of 0, 1, 2, an odd 37, 128 and 1000 keys, at batch 3 x 5 heads (32-key
 // chunks, the last one partial) and at 4 x 32 heads (256-key chunks), with
-// every mask form, head dims 40, 64, 80 and 128, in every dtype.
+// every mask form, head dims 16, 40, 64, 80 and 128, in every dtype, on both
+// decode kernels.
 TEST(cuda_attention, decode_over_past_lengths_and_batches) {
   COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
   const auto cpu = make_backend("cpu");
@@ -282,26 +283,34 @@ TEST(cuda_attention, decode_over_past_lengths_and_batches) {
   };
   std::vector<decode_case> cases;
   for (const std::int64_t past : {0, 1, 2, 37, 128, 1000}) {
-    for (const std::int64_t head_dim : {40, 64, 80, 128}) cases.push_back({3, 5, past, head_dim});
+    for (const std::int64_t head_dim : {16, 40, 64, 80, 128}) {
+      cases.push_back({3, 5, past, head_dim});
+    }
   }
   cases.push_back({4, 32, 1000, 64});
-  for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
-    for (const auto& c : cases) {
-      for (const auto mask :
-           {mask_kind::none, mask_kind::causal_where, mask_kind::causal_add, mask_kind::bias}) {
-        attention_spec s;
-        s.type = type, s.batch = c.batch, s.heads = c.heads, s.sq = 1, s.sk = 1 + c.past;
-        s.head_dim = c.head_dim, s.mask = mask;
-        s.causal_as_input = mask == mask_kind::causal_add;
-        s.split_scale = mask == mask_kind::causal_add;
-        check_kernel(s, *cpu, gpu,
-                     "decode " + std::string(to_string(type)) + " " + std::to_string(c.batch) +
-                         " x " + std::to_string(c.heads) + " past " + std::to_string(c.past) +
-                         " d " + std::to_string(c.head_dim) + " mask " +
-                         std::to_string(static_cast<int>(mask)));
+  // By default these layouts take the 16-byte kernel (lane groups of 4 to 32, the head dims of
+  // 40 and 80 leaving lanes idle); "decode_scalar" forces the kernel of an element a load.
+  for (const char* kernel : {"default", "decode_scalar"}) {
+    select_kernel(kernel);
+    for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
+      for (const auto& c : cases) {
+        for (const auto mask :
+             {mask_kind::none, mask_kind::causal_where, mask_kind::causal_add, mask_kind::bias}) {
+          attention_spec s;
+          s.type = type, s.batch = c.batch, s.heads = c.heads, s.sq = 1, s.sk = 1 + c.past;
+          s.head_dim = c.head_dim, s.mask = mask;
+          s.causal_as_input = mask == mask_kind::causal_add;
+          s.split_scale = mask == mask_kind::causal_add;
+          check_kernel(s, *cpu, gpu,
+                       std::string(kernel) + " decode " + std::string(to_string(type)) + " " +
+                           std::to_string(c.batch) + " x " + std::to_string(c.heads) + " past " +
+                           std::to_string(c.past) + " d " + std::to_string(c.head_dim) + " mask " +
+                           std::to_string(static_cast<int>(mask)));
+        }
       }
     }
   }
+  select_kernel("default");
 }
 
 // The views form (the attention_layout pass): q, k and v read in place from

@@ -85,7 +85,8 @@ std::int64_t rows_of(attention_kernel k) {
     case attention_kernel::mma_rows64: return 64;
     case attention_kernel::mma_split_keys: return 16;
     case attention_kernel::tf32x3_rows64: return 64;
-    case attention_kernel::decode_split: break;
+    case attention_kernel::decode_split:
+    case attention_kernel::decode_vector: break;
   }
   return 1;
 }
@@ -234,6 +235,34 @@ TEST(launch_shapes, attention_decode_splits_the_keys_over_blocks) {
     EXPECT_GE(l.blocks_y * l.chunk, sk);
     EXPECT_LT((l.blocks_y - 1) * l.chunk, sk);
   }
+}
+
+TEST(launch_shapes, attention_decode_reads_16_bytes_where_the_layout_allows) {
+  const std::int64_t dense[3] = {12 * 129 * 64, 129 * 64, 64};  // [B, H, Sk, 64]
+  constexpr std::uintptr_t aligned = 0x7f0000001000;
+  EXPECT_TRUE(attention_decode_vector_fits(64, 2, dense, dense, aligned, aligned + 256));
+  EXPECT_TRUE(attention_decode_vector_fits(64, 4, dense, dense, aligned, aligned));
+  // Head dims in whole pieces: 8 elements of a 16-bit dtype, 4 of float32.
+  const std::int64_t d40[3] = {5 * 40, 40, 40}, d36[3] = {5 * 36, 36, 36};
+  EXPECT_TRUE(attention_decode_vector_fits(40, 2, d40, d40, aligned, aligned));
+  EXPECT_FALSE(attention_decode_vector_fits(36, 2, d36, d36, aligned, aligned));
+  EXPECT_TRUE(attention_decode_vector_fits(36, 4, d36, d36, aligned, aligned));
+  // At most 32 pieces.
+  const std::int64_t d256[3] = {256, 256, 256};
+  EXPECT_TRUE(attention_decode_vector_fits(256, 2, d256, d256, aligned, aligned));
+  EXPECT_FALSE(attention_decode_vector_fits(256, 4, d256, d256, aligned, aligned));
+  // Q, K and V read in place from one [B, S, 3 x H x 36] projection: heads 72 bytes apart.
+  const std::int64_t views[3] = {129 * 3 * 4 * 36, 36, 3 * 4 * 36};
+  EXPECT_FALSE(attention_decode_vector_fits(36, 2, views, views, aligned, aligned));
+  // A stride or an address off the 16-byte grid.
+  for (int i = 0; i < 3; ++i) {
+    std::int64_t off[3] = {dense[0], dense[1], dense[2]};
+    off[i] += 4;
+    EXPECT_FALSE(attention_decode_vector_fits(64, 2, off, dense, aligned, aligned)) << i;
+    EXPECT_FALSE(attention_decode_vector_fits(64, 2, dense, off, aligned, aligned)) << i;
+  }
+  EXPECT_FALSE(attention_decode_vector_fits(64, 2, dense, dense, aligned + 8, aligned));
+  EXPECT_FALSE(attention_decode_vector_fits(64, 2, dense, dense, aligned, aligned + 2));
 }
 
 // An elementwise launch's operands: dense strides of the output's shape

@@ -308,11 +308,13 @@ void launch_fma(const T* q, const T* k, const T* v, const T* bias, const bool* m
 
 // The kernel for a plan: the tensor cores where their sm_90 code is (the
 // PTX the project also ships is for compute_75, without mma), float32's in
-// 3xTF32 where it has the blocks; COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64,
-// tf32x3, mma or split_keys
-// forces one (launch_shapes.hpp), and COOLBENCH_ATTENTION_SCORES=general the tensor-core kernels'
-// general score form (attention_mma.cu), for comparisons and tests.
-attention_launch choose(const attention_plan& p, bool sixteen_bits) {
+// 3xTF32 where it has the blocks, decode's 16-byte kernel where K's and V's
+// layout allows; COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64, tf32x3, mma or
+// split_keys forces one (launch_shapes.hpp), decode_scalar decode's kernel of
+// an element a load, and COOLBENCH_ATTENTION_SCORES=general the tensor-core
+// kernels' general score form (attention_mma.cu), for comparisons and tests.
+attention_launch choose(const attention_plan& p, dtype type, const void* k, const void* v) {
+  const bool sixteen_bits = type != dtype::float32;
   const char* env = std::getenv("COOLBENCH_ATTENTION_KERNEL");
   const std::string_view forced = env == nullptr ? "" : env;
   int device = 0, major = 0, sms = 0;
@@ -325,6 +327,12 @@ attention_launch choose(const attention_plan& p, bool sixteen_bits) {
       std::llabs(p.bias_stride[3]) < step_limit && std::llabs(p.mask_stride[3]) < step_limit;
   attention_launch l = plan_attention(p.batch * p.heads, p.sq, p.sk, major == 9 && steps_fit, sms,
                                       forced, !sixteen_bits);
+  if (l.kernel == attention_kernel::decode_split && forced != "decode_scalar" &&
+      attention_decode_vector_fits(p.head_dim, size_of(type), p.k_stride, p.v_stride,
+                                   reinterpret_cast<std::uintptr_t>(k),
+                                   reinterpret_cast<std::uintptr_t>(v))) {
+    l.kernel = attention_kernel::decode_vector;
+  }
   const char* scores = std::getenv("COOLBENCH_ATTENTION_SCORES");
   l.general_scores = scores != nullptr && std::string_view(scores) == "general";
   return l;
@@ -352,7 +360,7 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
     COOLBENCH_CUDA_CALL(cudaMemsetAsync(out, 0, rows * plan.sq * plan.head_dim * size_of(type), s));
     return;
   }
-  const attention_launch l = choose(plan, type != dtype::float32);
+  const attention_launch l = choose(plan, type, k, v);
   if (l.blocks_y > 65535) {  // the grid's y limit: query tiles, or decode's chunks of keys
     throw invalid_argument("attention: " + std::to_string(plan.sq) + " queries over " +
                            std::to_string(plan.sk) + " keys need " + std::to_string(l.blocks_y) +
@@ -369,7 +377,7 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
                           static_cast<float*>(out), plan, l, stream);
     return;
   }
-  if (l.kernel == attention_kernel::decode_split) {
+  if (l.kernel == attention_kernel::decode_split || l.kernel == attention_kernel::decode_vector) {
     launch_decode_attention(type, q, k, v, bias, mask, out, scratch, plan, l, stream);
     return;
   }

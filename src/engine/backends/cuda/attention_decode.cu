@@ -1,9 +1,13 @@
 // coolbench.Attention for one query row (decode, sq == 1): one row has too
-// little work for a block per (batch, head), so split_kernel scores one chunk
-// of keys per block and writes its maximum, sum and unnormalised output row
-// to scratch, and combine_kernel rescales the chunks to the common maximum
-// (launch_shapes.hpp's attention_decode_chunk sizes the chunks).
+// little work for a block per (batch, head), so a split kernel scores one
+// chunk of keys per block and writes its maximum, sum and unnormalised
+// output row to scratch, and combine_kernel rescales the chunks to the
+// common maximum (launch_shapes.hpp's attention_decode_chunk sizes the
+// chunks). vector_split_kernel reads K and V in 16-byte pieces where their
+// layout allows (attention_decode_vector_fits), split_kernel an element a
+// load otherwise.
 #include <cfloat>
+#include <type_traits>
 
 #include "engine/backends/cuda/attention_common.cuh"
 #include "engine/backends/cuda/attention_decode.hpp"
@@ -132,6 +136,145 @@ __global__ void __launch_bounds__(k_threads)
   }
 }
 
+// Elements of T in a 16-byte piece.
+template <class T>
+constexpr int k_piece = static_cast<int>(16 / sizeof(T));
+
+// A 16-byte piece of T widened to floats.
+template <class T>
+__device__ __forceinline__ void widen(const uint4& raw, float (&out)[k_piece<T>]) {
+  const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (std::is_same_v<T, float>) {
+      out[i] = __uint_as_float(words[i]);
+    } else {
+      float2 pair;
+      if constexpr (std::is_same_v<T, __half>) {
+        pair = __half22float2(*reinterpret_cast<const __half2*>(&words[i]));
+      } else {
+        pair = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[i]));
+      }
+      out[2 * i] = pair.x;
+      out[2 * i + 1] = pair.y;
+    }
+  }
+}
+
+// split_kernel's work with K and V read in 16-byte pieces. A group of Group
+// adjacent lanes takes a key, each lane one piece of its head dim (lanes past
+// the head dim idle), so one load instruction of a warp reads 32 / Group
+// whole key rows. Each lane issues the loads of 8 keys of K and of V before
+// the first product, and keeps a running maximum, sum and output piece over
+// its group's keys (V's loads are in flight while the scores are taken); the
+// groups then merge through shared memory. split_kernel, a thread per key
+// dim and an element a load, took 16 dependent round trips to memory for K
+// and 16 for V over a 256-key chunk: 45.5 us for GPT-2 at batch 8 after
+// 1,024 keys on an H100, where cuDNN took 10.6 and K and V are 7.5 us of
+// bandwidth (docs/perf/engine.md, "2026-12-07, early").
+template <class T, int Group>
+__global__ void __launch_bounds__(k_threads, 4)
+    vector_split_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask,
+                        float* scratch, attention_plan p, std::int64_t chunk) {
+  constexpr int piece = k_piece<T>, groups = k_threads / Group, keys_a_lane = 8;
+  static_assert(Group >= 1 && Group <= 32 && 32 % Group == 0, "a group within a warp");
+  __shared__ float group_max[groups], group_sum[groups], group_weight[groups];
+  __shared__ float group_out[groups][Group * piece];
+  const std::int64_t bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads, d = p.head_dim;
+  const std::int64_t c0 = std::int64_t{blockIdx.y} * chunk;
+  const std::int64_t c1 = c0 + chunk < p.sk ? c0 + chunk : p.sk;
+  const int g = static_cast<int>(threadIdx.x) / Group,
+            col = static_cast<int>(threadIdx.x) % Group * piece;
+  const bool live = col < d;
+  const T* kb = k + b * p.k_stride[0] + h * p.k_stride[1] + col;
+  const T* vb = v + b * p.v_stride[0] + h * p.v_stride[1] + col;
+  float qf[piece];
+#pragma unroll
+  for (int e = 0; e < piece; ++e) {
+    qf[e] = live ? load(q, b * p.q_stride[0] + h * p.q_stride[1] + col + e) * p.scale : 0.0F;
+  }
+  float running = -INFINITY, total = 0, acc[piece] = {};
+  // The same trip count in every lane: the shuffles take the whole warp.
+  for (std::int64_t base = c0; base < c1; base += std::int64_t{groups} * keys_a_lane) {
+    uint4 kr[keys_a_lane], vr[keys_a_lane];
+#pragma unroll
+    for (int u = 0; u < keys_a_lane; ++u) {
+      const std::int64_t j = base + g + std::int64_t{u} * groups;
+      const bool in = live && j < c1;
+      kr[u] = in ? *reinterpret_cast<const uint4*>(kb + j * p.k_stride[2]) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < keys_a_lane; ++u) {
+      const std::int64_t j = base + g + std::int64_t{u} * groups;
+      const bool in = live && j < c1;
+      vr[u] = in ? *reinterpret_cast<const uint4*>(vb + j * p.v_stride[2]) : make_uint4(0, 0, 0, 0);
+    }
+    float score[keys_a_lane];
+#pragma unroll
+    for (int u = 0; u < keys_a_lane; ++u) {
+      float kf[piece];
+      widen<T>(kr[u], kf);
+      score[u] = 0;
+#pragma unroll
+      for (int e = 0; e < piece; ++e) score[u] += qf[e] * kf[e];
+    }
+    // A butterfly: every lane of the group ends with the same sum, bit for bit.
+#pragma unroll
+    for (int o = Group / 2; o > 0; o /= 2) {
+#pragma unroll
+      for (int u = 0; u < keys_a_lane; ++u) score[u] += __shfl_xor_sync(0xffffffffU, score[u], o);
+    }
+    float top = running;
+#pragma unroll
+    for (int u = 0; u < keys_a_lane; ++u) {
+      const std::int64_t j = base + g + std::int64_t{u} * groups;
+      score[u] = j < c1 ? adjust(score[u], bias, mask, p, b, h, 0, j) : -INFINITY;
+      top = fmaxf(top, score[u]);
+    }
+    const float shift = top == -INFINITY ? 0.0F : top;
+    const float keep = __expf(running - shift);  // 0 while running is -inf
+    total *= keep;
+#pragma unroll
+    for (int e = 0; e < piece; ++e) acc[e] *= keep;
+#pragma unroll
+    for (int u = 0; u < keys_a_lane; ++u) {
+      const float w = __expf(score[u] - shift);
+      float vf[piece];
+      widen<T>(vr[u], vf);
+      total += w;
+#pragma unroll
+      for (int e = 0; e < piece; ++e) acc[e] += w * vf[e];
+    }
+    running = top;
+  }
+  if (col == 0) {
+    group_max[g] = running;
+    group_sum[g] = total;
+  }
+  if (live) {
+#pragma unroll
+    for (int e = 0; e < piece; ++e) group_out[g][col + e] = acc[e];
+  }
+  __syncthreads();
+  float peak = -INFINITY;
+  for (int i = 0; i < groups; ++i) peak = fmaxf(peak, group_max[i]);
+  const float shift = peak == -INFINITY ? 0.0F : peak;
+  if (threadIdx.x < groups) group_weight[threadIdx.x] = __expf(group_max[threadIdx.x] - shift);
+  __syncthreads();
+  float* row = scratch + (bh * gridDim.y + blockIdx.y) * (d + 2);
+  for (std::int64_t c = threadIdx.x; c < d; c += k_threads) {
+    float out = 0;
+    for (int i = 0; i < groups; ++i) out += group_out[i][c] * group_weight[i];
+    row[2 + c] = out;
+  }
+  if (threadIdx.x == 0) {
+    float sum = 0;
+    for (int i = 0; i < groups; ++i) sum += group_sum[i] * group_weight[i];
+    row[0] = peak;
+    row[1] = sum;
+  }
+}
+
 template <class T>
 __global__ void __launch_bounds__(k_threads)
     combine_kernel(const float* scratch, T* out, attention_plan p, std::int64_t chunks) {
@@ -159,11 +302,32 @@ void launch_decode_attention(dtype type, const void* q, const void* k, const voi
                              const attention_plan& plan, const attention_launch& l, void* stream) {
   const cudaStream_t s = as_stream(stream);
   const auto rows = static_cast<unsigned>(plan.batch * plan.heads);
+  const dim3 grid(rows, static_cast<unsigned>(l.blocks_y));
   dispatch(type, float_list{}, [&](auto t) {
     using T = typename decltype(t)::type;
-    split_kernel<T><<<dim3(rows, static_cast<unsigned>(l.blocks_y)), k_threads, 0, s>>>(
-        static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
-        static_cast<const T*>(bias), mask, scratch, plan, l.chunk);
+    const auto* qt = static_cast<const T*>(q);
+    const auto* kt = static_cast<const T*>(k);
+    const auto* vt = static_cast<const T*>(v);
+    const auto* bt = static_cast<const T*>(bias);
+    if (l.kernel == attention_kernel::decode_vector) {
+      // A group of lanes a key: the head dim's pieces, rounded up to a power of two.
+      const std::int64_t pieces = (plan.head_dim + k_piece<T> - 1) / k_piece<T>;
+      if (pieces <= 4) {
+        vector_split_kernel<T, 4>
+            <<<grid, k_threads, 0, s>>>(qt, kt, vt, bt, mask, scratch, plan, l.chunk);
+      } else if (pieces <= 8) {
+        vector_split_kernel<T, 8>
+            <<<grid, k_threads, 0, s>>>(qt, kt, vt, bt, mask, scratch, plan, l.chunk);
+      } else if (pieces <= 16) {
+        vector_split_kernel<T, 16>
+            <<<grid, k_threads, 0, s>>>(qt, kt, vt, bt, mask, scratch, plan, l.chunk);
+      } else {  // float32 past head dim 64
+        vector_split_kernel<T, 32>
+            <<<grid, k_threads, 0, s>>>(qt, kt, vt, bt, mask, scratch, plan, l.chunk);
+      }
+    } else {
+      split_kernel<T><<<grid, k_threads, 0, s>>>(qt, kt, vt, bt, mask, scratch, plan, l.chunk);
+    }
     check_launch();
     combine_kernel<T><<<rows, k_threads, 0, s>>>(scratch, static_cast<T*>(out), plan, l.blocks_y);
     check_launch();

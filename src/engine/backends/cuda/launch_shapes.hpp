@@ -114,6 +114,7 @@ COOLBENCH_HOST_DEVICE inline std::int64_t concat_source(const concat_launch& l, 
 /// coolbench.Attention's kernels (attention.cu, attention_mma.cu).
 enum class attention_kernel {
   decode_split,    // sq == 1: chunks of keys over blocks, then a merge kernel
+  decode_vector,   // the same reading K and V in 16-byte pieces (attention_decode.cu)
   fma_tiled32,     // FMA, register-tiled: 32 query rows a block, 2 a thread (float32)
   fma_tiled64,     // the same, 64 query rows a block, 4 a thread
   mma_rows64,      // tensor cores: 64 query rows a block, the warps share each key tile
@@ -141,13 +142,35 @@ inline std::int64_t attention_decode_chunk(std::int64_t batch_heads, std::int64_
   return chunk;
 }
 
+/// Whether decode may read K and V in 16-byte pieces (attention_decode.cu's
+/// vector kernel): the head dim a whole number of pieces (8 elements of a
+/// 16-bit dtype, 4 of float32) and at most 32 of them, and K's and V's
+/// addresses and strides over batch, heads and keys (in elements) on
+/// 16-byte boundaries. Otherwise decode reads an element a load.
+inline bool attention_decode_vector_fits(std::int64_t head_dim, std::size_t element_bytes,
+                                         std::span<const std::int64_t, 3> k_stride,
+                                         std::span<const std::int64_t, 3> v_stride,
+                                         std::uintptr_t k, std::uintptr_t v) {
+  const auto piece = static_cast<std::int64_t>(16 / element_bytes);
+  if (element_bytes == 0 || 16 % element_bytes != 0 || head_dim % piece != 0 ||
+      head_dim > 32 * piece) {
+    return false;
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (k_stride[i] % piece != 0 || v_stride[i] % piece != 0) return false;
+  }
+  return k % 16 == 0 && v % 16 == 0;
+}
+
 /// The kernel and grid of an attention over batch x heads (batch_heads) of
 /// sq queries and sk > 0 keys. `tensor_cores`: sm_90 (and bias and mask
 /// steps the tensor-core kernels can take); `float32`: the dtype is float32,
 /// not 16-bit. `sms`: the GPU's multiprocessors. `forced`: "" picks; "fma"
 /// (the tiled FMA kernel, its rows picked), "fma32", "fma64", "mma" (64-row
 /// tiles) or "split_keys" take that kernel wherever it runs (decode always
-/// splits; "tf32x3" takes float32 onto the tensor cores in 3xTF32,
+/// splits: decode_split here, which attention.cu's choose() turns into
+/// decode_vector where attention_decode_vector_fits and "decode_scalar" is
+/// not forced; "tf32x3" takes float32 onto the tensor cores in 3xTF32,
 /// attention_tf32.cu, as PyTorch's float32 attention computes; a name of
 /// the other dtype's kernels picks as "" does). Float32 takes 3xTF32 where
 /// 64-row blocks are at least the SMs, else the FMA kernel: attention_bench
