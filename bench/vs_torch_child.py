@@ -204,13 +204,18 @@ ENTERED = None
 
 
 def child_measure(args):
+    marks = [time.perf_counter()]  # where setup_s goes: imports, the work's count, nvidia-smi
     config = models.parse_config(args.config[0], args.size)
     record = base_record("measure", args, config)
+    marks.append(time.perf_counter())
     record.update(engine=args.engine, gpu=None, driver=None)
     if args.device.startswith("cuda"):
         record["gpu"], record["driver"] = gpu_identity()
     started = time.perf_counter()
     record["setup_s"] = None if ENTERED is None else started - ENTERED
+    if ENTERED is not None:
+        record["setup_parts_s"] = {"imports": marks[0] - ENTERED, "config": marks[1] - marks[0],
+                                   "gpu_identity": started - marks[1]}
     try:
         if args.engine == "coolbench":
             session, feeds, outputs, info = engines.make_coolbench_session(
