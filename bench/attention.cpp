@@ -4,8 +4,9 @@
 // pass, each run node by node on the CUDA backend, timed with CUDA events
 // over RUNS runs after 5 warm-up runs on random data; then the unfused graph
 // in a CUDA session ("graph ms": the session fuses it and replays its CUDA
-// graph, RUNS launches back to back, so a short kernel is timed at its own
-// pace, not at the host's launches through the backend). Prints one
+// graph, RUNS launches back to back, the fastest of 3 such rounds, so a short
+// kernel is timed at its own pace, not at the host's launches through the
+// backend). Prints one
 // markdown row per configuration: milliseconds, speed-up, and the session's
 // FLOP/s (4·B·H·Sq·Sk·D, halved for causal prefill) and bytes/s (q, k, v,
 // out, mask once each), and the fused node again on each kernel forced
@@ -25,6 +26,7 @@
 // those of that dtype (float16): a profiler (ncu) then sees only their kernels.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -95,16 +97,22 @@ double time_session(const graph& g, int runs) {
   cudaEvent_t start = nullptr, stop = nullptr;
   check(cudaEventCreate(&start));
   check(cudaEventCreate(&stop));
-  s.prepare();
-  check(cudaEventRecord(start, stream));
-  for (int i = 0; i < runs; ++i) s.launch();
-  check(cudaEventRecord(stop, stream));
-  s.synchronize();
-  float ms = 0;
-  check(cudaEventElapsedTime(&ms, start, stop));
+  // The fastest of 3 rounds: the first session of a process read 24 us against 5.4 for the
+  // same attention in the next (GPT-2 b1 x 128 fp16, then bf16, on an H100, 2026-12-07).
+  float best = 0;
+  for (int round = 0; round < 3; ++round) {
+    s.prepare();
+    check(cudaEventRecord(start, stream));
+    for (int i = 0; i < runs; ++i) s.launch();
+    check(cudaEventRecord(stop, stream));
+    s.synchronize();
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop));
+    best = round == 0 ? ms : std::min(best, ms);
+  }
   check(cudaEventDestroy(start));
   check(cudaEventDestroy(stop));
-  return static_cast<double>(ms) / runs;
+  return static_cast<double>(best) / runs;
 }
 
 // Milliseconds per run of g's nodes on b (inputs resident), by CUDA events.

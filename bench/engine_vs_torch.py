@@ -448,6 +448,7 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(args.jsonl)), exist_ok=True)
     print(f"engine_vs_torch: {len(configs)} configurations × {len(args.engines)} engines × "
           f"{args.processes} processes on {args.device}; records to {args.jsonl}", flush=True)
+    models.write_work_counts(args.work, configs, args.size)
     runner = Runner(args)
     prepare(runner, configs, args.engines)
     measure_all(runner, configs, args.engines)

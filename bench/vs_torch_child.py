@@ -47,7 +47,7 @@ def base_record(kind, args, config=None):
     if config is not None:
         record.update(config=config.key, model=config.model, dtype=config.dtype,
                       batch=config.batch, seq=config.seq, past=config.past)
-        record.update(models.work(config, args.size))
+        record.update(models.work_counted(args.work, config, args.size))
     if "torch" in sys.modules:  # not imported for coolbench's engine alone
         record["torch"] = sys.modules["torch"].__version__
     return record

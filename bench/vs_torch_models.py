@@ -20,10 +20,12 @@ DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 MODELS = ("gpt2", "bert", "vit")
 
 # Full size: transformers' defaults (GPT2Config() is GPT-2 small, BertConfig()
-# BERT-base, ViTConfig() ViT-B/16 at 224x224), ViT with ImageNet's 1000 classes.
+# BERT-base, ViTConfig() ViT-B/16 at 224x224), ViT with ImageNet's 1000 classes
+# (its image and patch sizes written out: parse_config reads them).
 # Tiny: the same structure at widths that run in a second on a CPU (--cpu-smoke).
 SIZES = {
-    "full": {"gpt2": {}, "bert": {}, "vit": {"num_labels": 1000}},
+    "full": {"gpt2": {}, "bert": {}, "vit": {"num_labels": 1000, "image_size": 224,
+                                             "patch_size": 16}},
     "tiny": {
         "gpt2": dict(n_layer=2, n_embd=32, n_head=4, vocab_size=97, n_positions=256,
                      bos_token_id=0, eos_token_id=0),
@@ -74,8 +76,8 @@ def parse_config(text, size="full"):
     except ValueError:
         raise ValueError(f"configuration {text!r}: BATCH, SEQ and PAST are integers") from None
     if model == "vit":
-        vit = vit_config(size)
-        tokens = (vit.image_size // vit.patch_size) ** 2 + 1
+        vit = SIZES[size]["vit"]  # its image and patch sizes, without importing transformers
+        tokens = (vit["image_size"] // vit["patch_size"]) ** 2 + 1
         if seq not in (None, tokens) or past:
             raise ValueError(f"configuration {text!r}: ViT's sequence is fixed by its image "
                              f"({tokens} tokens) and it has no past; write vit:{dtype}:{batch}")
@@ -303,6 +305,33 @@ def reference_slice(outputs, config):
 
 
 # ---- The work a configuration does -------------------------------------------------------------
+
+
+WORK_COUNTS = "work_counts.json"  # in the work folder: work() of each configuration
+
+
+def write_work_counts(folder, configs, size):
+    """work() of each configuration, once, into FOLDER/work_counts.json: a
+    child reads its configuration's there instead of importing transformers
+    for the model's sizes (11-17 s a process on the H100 machine, 2026-12-07,
+    where coolbench's own setup and measure took about 5 s)."""
+    import json
+    counts = {f"{size}/{c.key}": work(c, size) for c in configs}
+    path = os.path.join(folder, WORK_COUNTS)
+    with open(path + ".tmp", "w") as f:
+        json.dump(counts, f)
+    os.replace(path + ".tmp", path)
+
+
+def work_counted(folder, config, size):
+    """work() of config from FOLDER/work_counts.json, or computed where it is
+    not there."""
+    import json
+    try:
+        with open(os.path.join(folder, WORK_COUNTS)) as f:
+            return json.load(f)[f"{size}/{config.key}"]
+    except (OSError, ValueError, KeyError):
+        return work(config, size)
 
 
 def work(config, size="full"):

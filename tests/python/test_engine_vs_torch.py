@@ -239,8 +239,8 @@ def test_max_time_longer_for_power_bound_configurations():
     import vs_torch_models as models
     light = [models.parse_config(k) for k in ("gpt2:fp16:1:128", "gpt2:fp16:8:128",
                                               "gpt2:fp16:1:1024", "gpt2:fp16:8:1+128")]
-    heavy = [models.parse_config(k) for k in ("bert:fp16:32:128", "gpt2:bf16:8:1024")]
-    heavy.append(models.Config("vit", "fp16", 32, 197))  # vit:fp16:32 (parsing it needs transformers)
+    heavy = [models.parse_config(k) for k in ("bert:fp16:32:128", "gpt2:bf16:8:1024",
+                                              "vit:fp16:32")]
     for c in light:
         assert engine_vs_torch.max_time_for([c]) == 10.0, c.key
     for c in heavy:
@@ -248,3 +248,35 @@ def test_max_time_longer_for_power_bound_configurations():
     assert engine_vs_torch.max_time_for([]) == 10.0
     assert engine_vs_torch.max_time_for(heavy, 12.5) == 12.5
     assert engine_vs_torch.max_time_for(light + heavy[:1]) == 30.0
+
+
+def test_vit_parses_without_transformers():
+    """ViT's sequence comes from its image and patch sizes, written in SIZES: a child parses
+    its configuration without importing transformers."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import vs_torch_models as models
+    assert models.parse_config("vit:fp16:32") == models.Config("vit", "fp16", 32, 197)
+    assert models.parse_config("vit:fp16:1:197").seq == 197
+    assert models.parse_config("vit:fp32:1", "tiny").seq == 5
+    with pytest.raises(ValueError, match="197 tokens"):
+        models.parse_config("vit:fp16:1:100")
+
+
+def test_children_read_the_work_counts_the_parent_wrote(tmp_path, monkeypatch):
+    """The parent counts each configuration's work once (work_counts.json in the work folder);
+    a child takes its configuration's from there, and counts it itself where it is missing."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import vs_torch_models as models
+    config = models.parse_config("gpt2:fp16:1:128")
+    fake = {"flops": 1, "parameters": 2, "weight_bytes": 3, "bytes_min": 4}
+    monkeypatch.setattr(models, "work", lambda c, size="full": dict(fake, key=c.key, size=size))
+    models.write_work_counts(str(tmp_path), [config], "full")
+    assert (tmp_path / models.WORK_COUNTS).exists()
+    monkeypatch.setattr(models, "work", lambda c, size="full": {"counted": "here"})
+    assert models.work_counted(str(tmp_path), config, "full") == dict(fake, key=config.key,
+                                                                       size="full")
+    # Another size, another configuration, or no file: counted in the child.
+    assert models.work_counted(str(tmp_path), config, "tiny") == {"counted": "here"}
+    other = models.parse_config("gpt2:fp16:8:128")
+    assert models.work_counted(str(tmp_path), other, "full") == {"counted": "here"}
+    assert models.work_counted(str(tmp_path / "none"), config, "full") == {"counted": "here"}
