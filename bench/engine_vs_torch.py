@@ -31,7 +31,11 @@ tables from such files. A grid too long for one call: run it again with
 --skip-done on the earlier calls' JSONL, which leaves out every configuration
 they hold --processes measures of for every engine (one cut short is measured
 whole again, so each configuration's ratios come from one run; --from pools
-every record it is given, so give it the files of whole configurations). Needs PyTorch (CUDA), Triton, transformers, onnx and
+every record it is given, so give it the files of whole configurations). Or
+--top-up on the earlier calls' JSONL: it counts their measures taken on this
+GPU (each record names its UUID) from this commit, runs only the processes
+still missing for --processes of each engine, and prints the tables of both.
+Needs PyTorch (CUDA), Triton, transformers, onnx and
 coolbench's Python module built with the engine (--build puts BUILD/python on
 PYTHONPATH).
 """
@@ -270,39 +274,67 @@ def max_time_for(configs, asked=None):
     return MAX_TIME_HEAVY if heavy else MAX_TIME
 
 
-def measure_all(runner, configs, engines):
+def measure_all(runner, configs, engines, need=None, profiled=frozenset()):
+    """--processes fresh processes of each engine and configuration, the engines in a shuffled
+    order each round; `need` (config key, engine) -> processes, where a top-up asks for fewer;
+    `profiled`: the (config key, engine) pairs whose profile an earlier run holds."""
     a = runner.args
     rng = random.Random(a.seed)
     dtypes_done = set()
     for c in configs:
+        wanted = {e: a.processes if need is None else need.get((c.key, e), 0) for e in engines}
         if a.ceilings and c.dtype not in dtypes_done and a.device.startswith("cuda"):
             if not runner.fits("ceiling"):
                 return
             runner.run("ceiling", "ceiling", dtype=c.dtype)
             dtypes_done.add(c.dtype)
-        for round_ in range(a.processes):
-            order = list(engines)
+        for round_ in range(max(wanted.values(), default=0)):
+            order = [e for e in engines if wanted[e] > round_]
             rng.shuffle(order)
             for engine in order:
                 # The first process of each engine also profiles, after measuring.
-                profile = round_ == 0 and c.key in a.profile
+                profile = (round_ == 0 and c.key in a.profile
+                           and (c.key, engine) not in profiled)
                 label = engine + (" profiled" if profile else "")
                 if not runner.fits(label):
                     return
                 runner.run("measure", label, engine=engine, configs=[c], profile=profile)
 
 
+def read_records(paths):
+    records = []
+    for path in paths:
+        with open(path) as f:
+            records += [json.loads(line) for line in f if line.strip()]
+    return records
+
+
+def poolable(records, uuid, commit, size):
+    """The error-free measures, profiles and ceilings among `records` that a top-up pools with
+    its own: taken on this GPU (its UUID), from this commit, at this model size."""
+    return [r for r in records if r.get("kind") in ("measure", "profile", "ceiling")
+            and not r.get("error") and (r["kind"] != "measure" or r.get("figure_ms") is not None)
+            and r.get("gpu_uuid") == uuid and r.get("commit") == commit
+            and r.get("size", "full") == size]
+
+
+def top_up_need(earlier, keys, engines, processes):
+    """(config key, engine) -> the processes still missing for `processes` of each, counting
+    the measures in `earlier`; and the (config key, engine) pairs already profiled."""
+    have = collections.Counter((r.get("config"), r.get("engine")) for r in earlier
+                               if r["kind"] == "measure")
+    need = {(k, e): max(0, processes - have[(k, e)]) for k in keys for e in engines}
+    profiled = {(r.get("config"), r.get("engine")) for r in earlier if r["kind"] == "profile"}
+    return need, profiled
+
+
 def done_configs(paths, keys, engines, processes):
     """The configurations (of `keys`) that the JSONL files at `paths` already hold
     `processes` error-free measures of for every engine: a grid spread over several
     device calls runs each configuration whole in one of them (its ratios are of one run)."""
-    counts = collections.Counter()
-    for path in paths:
-        with open(path) as f:
-            records = [json.loads(line) for line in f if line.strip()]
-        counts.update((r.get("config"), r.get("engine")) for r in records
-                      if r.get("kind") == "measure" and not r.get("error")
-                      and r.get("figure_ms") is not None)
+    counts = collections.Counter((r.get("config"), r.get("engine")) for r in read_records(paths)
+                                 if r.get("kind") == "measure" and not r.get("error")
+                                 and r.get("figure_ms") is not None)
     return [k for k in keys if all(counts[(k, e)] >= processes for e in engines)]
 
 
@@ -353,6 +385,12 @@ def options():
                    help="skip the configurations these records already hold --processes "
                    "error-free measures of for every engine (a grid over several calls: a "
                    "configuration cut short is measured whole again in the next)")
+    p.add_argument("--top-up", nargs="+", metavar="JSONL", default=[],
+                   help="count the error-free measures these records hold of each engine and "
+                   "configuration taken on this GPU (its UUID) from this commit, run only the "
+                   "processes still missing for --processes, and print the tables of both "
+                   "(a configuration spread over several device calls on one machine; the "
+                   "file may be --jsonl itself)")
     p.add_argument("--no-ceilings", dest="ceilings", action="store_false")
     p.add_argument("--hidden-state-after", action="store_true",
                    help="run `coolbench hidden-state` (BUILD/bin) after each measuring process: "
@@ -405,11 +443,7 @@ def main():
         vs_torch_child.ENTERED = ENTERED
         vs_torch_child.run_child(args)  # does not return
     if args.from_files:
-        records = []
-        for path in args.from_files:
-            with open(path) as f:
-                records += [json.loads(line) for line in f if line.strip()]
-        rows = print_tables(records)
+        rows = print_tables(read_records(args.from_files))
         if args.json:
             write_json(args.json, rows)
         return 0
@@ -441,6 +475,28 @@ def main():
         if not configs:
             print("engine_vs_torch: nothing left to measure")
             return 0
+    earlier, need, profiled = [], None, frozenset()
+    if args.top_up:
+        import vs_torch_child
+        uuid = vs_torch_child.gpu_identity(args.device, with_uuid=True)[2]
+        if uuid is None:
+            parser.error(f"--top-up: no UUID from nvidia-smi for {args.device}: the records "
+                         "pooled must come from this GPU")
+        try:
+            earlier = poolable(read_records(args.top_up), uuid, report.commit(), args.size)
+        except (OSError, ValueError) as e:
+            parser.error(f"--top-up: {e}")
+        need, profiled = top_up_need(earlier, [c.key for c in configs], args.engines,
+                                     args.processes)
+        measures = sum(r["kind"] == "measure" for r in earlier)
+        print(f"engine_vs_torch: --top-up pools {measures} measures of {uuid} at "
+              f"{report.commit()}; {sum(need.values())} processes to go")
+        configs = [c for c in configs if any(need[(c.key, e)] for e in args.engines)]
+        if not configs:
+            rows = print_tables(earlier)
+            if args.json:
+                write_json(args.json, rows)
+            return 0
     os.makedirs(args.work, exist_ok=True)
     args.work = os.path.abspath(args.work)
     args.jsonl = args.jsonl or os.path.join(args.work, "records.jsonl")
@@ -451,8 +507,8 @@ def main():
     models.write_work_counts(args.work, configs, args.size)
     runner = Runner(args)
     prepare(runner, configs, args.engines)
-    measure_all(runner, configs, args.engines)
-    rows = print_tables(runner.records, runner.stopped)
+    measure_all(runner, configs, args.engines, need, profiled)
+    rows = print_tables(earlier + runner.records, runner.stopped)
     if args.json:
         write_json(args.json, rows)
     failed = [r for r in runner.records if r.get("error")]

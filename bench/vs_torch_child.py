@@ -53,16 +53,18 @@ def base_record(kind, args, config=None):
     return record
 
 
-def gpu_identity():
-    """(name, driver) from nvidia-smi, or (None, None)."""
+def gpu_identity(device="cuda:0", with_uuid=False):
+    """(name, driver) of the device from nvidia-smi, or (None, None); with_uuid:
+    (name, driver, uuid)."""
+    index = device.partition(":")[2] or "0"
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
-                              "--format=csv,noheader", "-i", "0"],
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,uuid",
+                              "--format=csv,noheader", "-i", index],
                              capture_output=True, text=True, timeout=20)
-        name, driver = [p.strip() for p in out.stdout.strip().splitlines()[0].split(",")]
-        return name, driver
+        name, driver, uuid = [p.strip() for p in out.stdout.strip().splitlines()[0].split(",")]
     except (OSError, ValueError, IndexError, subprocess.SubprocessError):
-        return None, None
+        name = driver = uuid = None
+    return (name, driver, uuid) if with_uuid else (name, driver)
 
 
 def protocol(args):
@@ -134,7 +136,7 @@ def child_ceiling(args):
     torch.backends.cuda.matmul.allow_tf32 = False
     record = base_record("ceiling", args)
     record["dtype"] = args.dtype
-    record["gpu"], record["driver"] = gpu_identity()
+    record["gpu"], record["driver"], record["gpu_uuid"] = gpu_identity(args.device, True)
     runs = 30
 
     def timed(fn):
@@ -210,7 +212,7 @@ def child_measure(args):
     marks.append(time.perf_counter())
     record.update(engine=args.engine, gpu=None, driver=None)
     if args.device.startswith("cuda"):
-        record["gpu"], record["driver"] = gpu_identity()
+        record["gpu"], record["driver"], record["gpu_uuid"] = gpu_identity(args.device, True)
     started = time.perf_counter()
     record["setup_s"] = None if ENTERED is None else started - ENTERED
     if ENTERED is not None:
@@ -247,7 +249,7 @@ def child_measure(args):
     # one process start less per engine.
     emit(record)
     profiled = base_record("profile", args, config)
-    profiled["engine"] = args.engine
+    profiled.update(engine=args.engine, gpu_uuid=record.get("gpu_uuid"))
     try:
         if args.engine == "coolbench":
             # session.run copies the feeds in and the outputs out through the host; the

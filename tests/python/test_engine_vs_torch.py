@@ -280,3 +280,82 @@ def test_children_read_the_work_counts_the_parent_wrote(tmp_path, monkeypatch):
     other = models.parse_config("gpt2:fp16:8:128")
     assert models.work_counted(str(tmp_path), other, "full") == {"counted": "here"}
     assert models.work_counted(str(tmp_path / "none"), config, "full") == {"counted": "here"}
+
+
+def test_top_up_pools_this_gpu_and_commit_only():
+    """--top-up counts the earlier measures taken on this GPU (UUID) from this commit at this
+    model size, error-free with a figure; profiles and ceilings pooled alike."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import engine_vs_torch as evt
+    base = {"kind": "measure", "config": "gpt2:fp16:1:128", "engine": "coolbench",
+            "figure_ms": 0.42, "gpu_uuid": "GPU-a", "commit": "abc", "size": "full"}
+    records = [
+        base,
+        dict(base, engine="torch_graph"),
+        dict(base, gpu_uuid="GPU-b"),            # another GPU
+        dict(base, commit="def"),                # another commit
+        dict(base, size="tiny"),                 # another model size
+        dict(base, error="ImportError: ..."),    # failed
+        dict(base, figure_ms=None),              # no figure
+        {k: v for k, v in base.items() if k != "gpu_uuid"},  # before records named the UUID
+        dict(base, kind="profile", figure_ms=None),
+        dict(base, kind="ceiling", dtype="fp16", figure_ms=None),
+        dict(base, kind="prepare"),
+    ]
+    kept = evt.poolable(records, "GPU-a", "abc", "full")
+    assert [(r["kind"], r["engine"]) for r in kept] == [
+        ("measure", "coolbench"), ("measure", "torch_graph"), ("profile", "coolbench"),
+        ("ceiling", "coolbench")]
+    need, profiled = evt.top_up_need(kept, ["gpt2:fp16:1:128", "gpt2:fp16:8:128"],
+                                     ["coolbench", "torch_graph", "torch_eager"], 3)
+    assert need == {("gpt2:fp16:1:128", "coolbench"): 2, ("gpt2:fp16:1:128", "torch_graph"): 2,
+                    ("gpt2:fp16:1:128", "torch_eager"): 3, ("gpt2:fp16:8:128", "coolbench"): 3,
+                    ("gpt2:fp16:8:128", "torch_graph"): 3, ("gpt2:fp16:8:128", "torch_eager"): 3}
+    assert profiled == {("gpt2:fp16:1:128", "coolbench")}
+
+
+def test_measure_all_runs_only_the_missing_processes():
+    """With a top-up's need, each engine runs its missing processes, in shuffled rounds; the
+    first process of an engine profiles unless an earlier run holds its profile."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import argparse as ap
+    import engine_vs_torch as evt
+    import vs_torch_models as models
+
+    class FakeRunner:
+        def __init__(self):
+            self.args = ap.Namespace(seed=1, ceilings=False, device="cuda:0", processes=5,
+                                     profile=["gpt2:fp16:1:128"])
+            self.ran = []
+
+        def fits(self, label):
+            return True
+
+        def run(self, child, label, engine=None, configs=(), profile=False, **kw):
+            self.ran.append((configs[0].key, engine, profile))
+
+    runner = FakeRunner()
+    configs = [models.parse_config("gpt2:fp16:1:128")]
+    engines = ["coolbench", "torch_graph", "torch_compile_ro"]
+    need = {("gpt2:fp16:1:128", "coolbench"): 1, ("gpt2:fp16:1:128", "torch_graph"): 0,
+            ("gpt2:fp16:1:128", "torch_compile_ro"): 3}
+    evt.measure_all(runner, configs, engines, need, {("gpt2:fp16:1:128", "coolbench")})
+    assert sorted(e for _, e, _ in runner.ran) == ["coolbench"] + ["torch_compile_ro"] * 3
+    assert [(e, p) for _, e, p in runner.ran if p] == [("torch_compile_ro", True)]
+    # Without a need every engine runs --processes times, each profiled once.
+    runner = FakeRunner()
+    evt.measure_all(runner, configs, engines)
+    assert sorted(e for _, e, _ in runner.ran) == sorted(engines * 5)
+    assert sorted(e for _, e, p in runner.ran if p) == sorted(engines)
+
+
+def test_top_up_without_a_gpu_uuid_is_refused(tmp_path):
+    """Where nvidia-smi gives no UUID (no GPU, no driver) nothing can be pooled safely."""
+    if subprocess.run(["sh", "-c", "command -v nvidia-smi"], capture_output=True).returncode == 0:
+        pytest.skip("nvidia-smi is here: the refusal is for a machine without it")
+    records = tmp_path / "records.jsonl"
+    records.write_text("")
+    done = subprocess.run([sys.executable, SCRIPT, "--top-up", str(records)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2
+    assert "--top-up: no UUID from nvidia-smi" in done.stderr
