@@ -22,15 +22,40 @@ CI_METHOD = "Student-t 95 % over processes (mean of the processes' figures)"
 
 
 def commit():
-    """COOLBENCH_COMMIT, or `git describe --always --dirty` of this folder's checkout."""
+    """COOLBENCH_COMMIT, or `git describe --always --dirty` of this folder's checkout; a dirty
+    tree adds the hash of its files as git would store them ("5123fbd-dirty-1a2b3c4"), so two
+    trees over one commit (two device calls with a change between them) are told apart and
+    --top-up pools neither with the other."""
     if os.environ.get("COOLBENCH_COMMIT"):
         return os.environ["COOLBENCH_COMMIT"]
+    here = os.path.dirname(os.path.abspath(__file__))
     try:
         out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                             text=True, timeout=10, cwd=os.path.dirname(os.path.abspath(__file__)))
-        return out.stdout.strip() or "unknown"
+                             text=True, timeout=10, cwd=here)
+        described = out.stdout.strip() or "unknown"
+        if described.endswith("-dirty"):
+            described += tree_suffix(here)
+        return described
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def tree_suffix(folder):
+    """"-" and 7 digits of the working tree's hash (tracked and untracked files, not ignored
+    ones), through a scratch index so the checkout's own index stays as it is (the files'
+    blobs go to git's object store, as `git stash` puts them); "" where git cannot."""
+    import tempfile
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                         timeout=10, cwd=folder).stdout.strip()
+    if not top:
+        return ""
+    with tempfile.TemporaryDirectory() as scratch:
+        env = dict(os.environ, GIT_INDEX_FILE=os.path.join(scratch, "index"))
+        added = subprocess.run(["git", "add", "-A"], capture_output=True, text=True, timeout=60,
+                               cwd=top, env=env)
+        tree = subprocess.run(["git", "write-tree"], capture_output=True, text=True, timeout=30,
+                              cwd=top, env=env).stdout.strip()
+    return f"-{tree[:7]}" if added.returncode == 0 and tree else ""
 
 
 def t975(df):

@@ -359,3 +359,26 @@ def test_top_up_without_a_gpu_uuid_is_refused(tmp_path):
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 2
     assert "--top-up: no UUID from nvidia-smi" in done.stderr
+
+
+def test_a_dirty_tree_is_named_by_its_files(tmp_path):
+    """Two working trees over one commit get two names (what --top-up pools by), and naming
+    them leaves the checkout's own index as it was."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import vs_torch_report as report
+
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("one\n")
+    git("add", "a.txt")
+    git("commit", "-qm", "first")
+    (tmp_path / "a.txt").write_text("two\n")
+    first = report.tree_suffix(str(tmp_path))
+    assert len(first) == 8 and first.startswith("-")
+    assert report.tree_suffix(str(tmp_path)) == first  # the same files, the same name
+    (tmp_path / "new.txt").write_text("untracked\n")
+    second = report.tree_suffix(str(tmp_path))
+    assert second != first
+    assert git("status", "--porcelain").splitlines() == [" M a.txt", "?? new.txt"]
