@@ -482,8 +482,14 @@ def main():
         if uuid is None:
             parser.error(f"--top-up: no UUID from nvidia-smi for {args.device}: the records "
                          "pooled must come from this GPU")
+        # A file not there yet (a fresh machine's first call) holds nothing to pool.
+        missing = [path for path in args.top_up if not os.path.exists(path)]
+        if missing:
+            print(f"engine_vs_torch: --top-up: {', '.join(missing)} not there yet: nothing "
+                  "earlier from it")
         try:
-            earlier = poolable(read_records(args.top_up), uuid, report.commit(), args.size)
+            earlier = poolable(read_records([p for p in args.top_up if p not in missing]),
+                               uuid, report.commit(), args.size)
         except (OSError, ValueError) as e:
             parser.error(f"--top-up: {e}")
         need, profiled = top_up_need(earlier, [c.key for c in configs], args.engines,

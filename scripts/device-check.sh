@@ -235,11 +235,16 @@ fi
 if want engine-vs-torch; then
   # bench/engine_vs_torch.py (docs/perf/engine.md, "Against PyTorch"); COOLBENCH_EVT_ARGS
   # passes options, e.g. "--budget 300" or "--configs gpt2:bf16:8:1+128 --profile --budget 540".
+  # The records stay in the build folder while the machine is warm, so a later call can add
+  # the processes a cut one left out: COOLBENCH_EVT_ARGS="--top-up build/engine_vs_torch/records.jsonl ...".
+  records=build/engine_vs_torch/records.jsonl
+  mkdir -p "$(dirname "$records")"
   # shellcheck disable=SC2086 # options
   python3 bench/engine_vs_torch.py --build build ${COOLBENCH_EVT_ARGS:-} \
-    --jsonl "$out/engine_vs_torch.jsonl" --json "$out/engine_vs_torch.json" \
+    --jsonl "$records" --json "$out/engine_vs_torch.json" \
     --log "$out/engine_vs_torch-children.log" 2>&1 |
     tee "$out/engine_vs_torch.md" | grep -vE "Warning|warn"
+  cp "$records" "$out/engine_vs_torch.jsonl" 2>/dev/null
 fi
 if want models; then
   ctest --test-dir build --output-on-failure -V -R conformance_torch_models >"$out/models-ctest.log" 2>&1
