@@ -137,6 +137,41 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
   }
 }
 
+// A warp's partial rows (split over the keys) left in shared memory for another warp to merge:
+// its output fragments, then its rows' maxima and sums, lane-minor (conflict-free). `part`
+// points at this lane's first float of the warp's split_part_floats x 32.
+template <int Dim>
+__device__ __forceinline__ void leave_part(const mma::row_state<Dim>& r, float* part) {
+#pragma unroll
+  for (int dt = 0; dt < Dim / 8; ++dt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) part[(dt * 4 + e) * 32] = r.o[dt][e];
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    part[((Dim / 8) * 4 + i) * 32] = r.peak[i];
+    part[((Dim / 8) * 4 + 2 + i) * 32] = r.total[i];
+  }
+}
+
+// Merges the partial rows leave_part left at `part` (this lane's) into r, over disjoint keys.
+template <int Dim>
+__device__ __forceinline__ void merge_part(mma::row_state<Dim>& r, const float* part) {
+  merge_weights weight[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    weight[i] = merge_into(r.peak[i], r.total[i], part[((Dim / 8) * 4 + i) * 32],
+                           part[((Dim / 8) * 4 + 2 + i) * 32], [](float x) { return __expf(x); });
+  }
+#pragma unroll
+  for (int dt = 0; dt < Dim / 8; ++dt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      r.o[dt][e] = r.o[dt][e] * weight[e / 2].mine + part[(dt * 4 + e) * 32] * weight[e / 2].theirs;
+    }
+  }
+}
+
 // Three blocks an SM at head dim 64 (168 registers a thread or fewer, no spills: the second
 // tile's addresses took it to 189 and two blocks otherwise); two at 128.
 template <class T, int Dim, score_form Form>
@@ -233,39 +268,10 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 || Form == score_for
       (at.end + keys - 1) / keys < mma::k_warps ? (at.end + keys - 1) / keys : mma::k_warps);
   __syncthreads();  // every warp is done with its tiles: their room takes the partial rows
   auto* part = reinterpret_cast<float*>(mma_shared + mma::split_q_bytes<Dim>);
-  if (warp > 0 && warp < with_keys) {
-    float* mine = part + (warp - 1) * part_floats * 32 + lane;
-#pragma unroll
-    for (int dt = 0; dt < Dim / 8; ++dt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) mine[(dt * 4 + e) * 32] = r.o[dt][e];
-    }
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      mine[((Dim / 8) * 4 + i) * 32] = r.peak[i];
-      mine[((Dim / 8) * 4 + 2 + i) * 32] = r.total[i];
-    }
-  }
+  if (warp > 0 && warp < with_keys) leave_part<Dim>(r, part + (warp - 1) * part_floats * 32 + lane);
   __syncthreads();
   if (warp != 0) return;
-  for (int w = 1; w < with_keys; ++w) {
-    const float* theirs = part + (w - 1) * part_floats * 32 + lane;
-    merge_weights weight[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      weight[i] =
-          merge_into(r.peak[i], r.total[i], theirs[((Dim / 8) * 4 + i) * 32],
-                     theirs[((Dim / 8) * 4 + 2 + i) * 32], [](float x) { return __expf(x); });
-    }
-#pragma unroll
-    for (int dt = 0; dt < Dim / 8; ++dt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        r.o[dt][e] =
-            r.o[dt][e] * weight[e / 2].mine + theirs[(dt * 4 + e) * 32] * weight[e / 2].theirs;
-      }
-    }
-  }
+  for (int w = 1; w < with_keys; ++w) merge_part<Dim>(r, part + (w - 1) * part_floats * 32 + lane);
   store_rows<T, Dim>(r, p, at, g, tig, out);
 }
 
