@@ -113,13 +113,15 @@ void expect_close(const tensor& got, const tensor& want, const std::string& what
 
 // "fma32" and "fma64" force the register-tiled FMA kernel with 32 or 64
 // query rows a block for every dtype, "mma" the tensor-core kernel with
-// 64-row tiles, "split_keys" the one with 16-row blocks whose warps split
-// the keys (both 16-bit, sm_90), "tf32x3" float32's tensor-core kernel
+// 64-row tiles, "halves" the same with 8 warps in two groups walking
+// alternate key tiles, "split_keys" the one with 16-row blocks whose warps
+// split the keys (all 16-bit, sm_90), "tf32x3" float32's tensor-core kernel
 // (sm_90); "default" lets the backend pick (launch_shapes.hpp). " general" runs the
 // tensor-core kernels' scores in their general form (COOLBENCH_ATTENTION_SCORES), where by default
 // no bias takes the plain form and a bias of an even Sk the bias_rows form.
-const char* const k_kernels[] = {"default", "fma32",      "fma64",       "tf32x3",
-                                 "mma",     "split_keys", "mma general", "split_keys general"};
+const char* const k_kernels[] = {
+    "default", "fma32",      "fma64",       "tf32x3",         "mma",
+    "halves",  "split_keys", "mma general", "halves general", "split_keys general"};
 
 void select_kernel(const std::string& kernel) {
   const auto space = kernel.find(' ');

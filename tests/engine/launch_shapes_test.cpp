@@ -84,6 +84,7 @@ std::int64_t rows_of(attention_kernel k) {
     case attention_kernel::fma_tiled64: return 64;
     case attention_kernel::mma_rows64: return 64;
     case attention_kernel::mma_split_keys: return 16;
+    case attention_kernel::mma_halves: return 64;
     case attention_kernel::tf32x3_rows64: return 64;
     case attention_kernel::decode_split:
     case attention_kernel::decode_vector: break;
@@ -124,6 +125,24 @@ TEST(launch_shapes, attention_splits_the_keys_where_64_row_tiles_leave_sms_idle)
     EXPECT_EQ(l.kernel, attention_kernel::mma_rows64) << bh << " " << s;
     EXPECT_EQ(l.blocks_y, (s + 63) / 64);
   }
+}
+
+TEST(launch_shapes, attention_takes_halves_only_forced_and_on_the_tensor_cores) {
+  // 64-row tiles with two groups of warps over the keys: forced only, for 16 bits on sm_90.
+  auto l = plan_attention(12, 1024, 1024, true, k_h200_sms, "halves");
+  EXPECT_EQ(l.kernel, attention_kernel::mma_halves);
+  EXPECT_EQ(l.blocks_y, 16);
+  EXPECT_EQ(plan_attention(12, 128, 128, true, k_h200_sms, "halves").kernel,
+            attention_kernel::mma_halves);
+  EXPECT_EQ(plan_attention(12, 1024, 1024, true, k_h200_sms, "").kernel,
+            attention_kernel::mma_rows64);
+  // Float32 and GPUs without sm_90's tensor-core code pick as unforced; decode splits.
+  EXPECT_EQ(plan_attention(12, 1024, 1024, true, k_h200_sms, "halves", true).kernel,
+            attention_kernel::tf32x3_rows64);
+  EXPECT_EQ(plan_attention(12, 1024, 1024, false, k_h200_sms, "halves").kernel,
+            attention_kernel::fma_tiled64);
+  EXPECT_EQ(plan_attention(12, 1, 1024, true, k_h200_sms, "halves").kernel,
+            attention_kernel::decode_split);
 }
 
 TEST(launch_shapes, attention_takes_the_kernel_forced_or_the_only_one_that_runs) {

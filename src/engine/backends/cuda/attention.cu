@@ -309,7 +309,7 @@ void launch_fma(const T* q, const T* k, const T* v, const T* bias, const bool* m
 // The kernel for a plan: the tensor cores where their sm_90 code is (the
 // PTX the project also ships is for compute_75, without mma), float32's in
 // 3xTF32 where it has the blocks, decode's 16-byte kernel where K's and V's
-// layout allows; COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64, tf32x3, mma or
+// layout allows; COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64, tf32x3, mma, halves or
 // split_keys forces one (launch_shapes.hpp), decode_scalar decode's kernel of
 // an element a load, and COOLBENCH_ATTENTION_SCORES=general the tensor-core
 // kernels' general score form (attention_mma.cu), for comparisons and tests.
@@ -367,7 +367,8 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
                            " blocks along the grid's y axis, over its limit of 65535; run it "
                            "unfused (session_options::fuse = false) or split the sequence");
   }
-  if (l.kernel == attention_kernel::mma_rows64 || l.kernel == attention_kernel::mma_split_keys) {
+  if (l.kernel == attention_kernel::mma_rows64 || l.kernel == attention_kernel::mma_split_keys ||
+      l.kernel == attention_kernel::mma_halves) {
     launch_mma_attention(type, q, k, v, bias, mask, out, plan, l, stream);
     return;
   }

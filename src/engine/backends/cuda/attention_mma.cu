@@ -8,6 +8,8 @@
 //   one (two tiles of room). Few blocks for few heads and short sequences
 //   (GPT-2 at batch 1 and 128 tokens: 12 heads x 2 = 24 blocks on 132 SMs,
 //   each walking up to 2 tiles one after the other).
+// - halves_kernel: rows64_kernel's 64 rows with 8 warps, two groups of 4
+//   walking alternate key tiles, merged at the end (forced only, "halves").
 // - split_keys_kernel: a block takes 16 query rows and its 4 warps split
 //   the keys (tiles w, w + 4, ...), each with K and V tiles of its own, so
 //   4 times as many blocks each wait out one tile's loads and products
@@ -217,6 +219,76 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 ? 3 : 2)
   store_rows<T, Dim>(r, p, at, r0, tig, out);
 }
 
+// bar.sync on a barrier of `threads` threads other than __syncthreads' 0: one group of warps
+// waits for its own, whatever the others' trip counts.
+__device__ __forceinline__ void group_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// rows64_kernel's 64 query rows with twice the warps: warps 0-3 (group 0) walk the key tiles
+// 0, 2, 4, ... and warps 4-7 (group 1) tiles 1, 3, 5, ..., each group double-buffering its own
+// tiles behind a barrier of its own; group 1 leaves its partial rows in shared memory and
+// group 0 merges them and stores. Why: where the blocks are few (GPT-2 at batch 1 and 1,024
+// tokens: 192 blocks of 64 rows, longest first, mostly one to an SM), the time is the longest
+// block's walk, 16 tiles one after the other by 4 warps; halves walk 8 each, on 8 warps an SM.
+// Forced only ("halves"), until measured against rows64_kernel.
+template <class T, int Dim, score_form Form>
+__global__ void __launch_bounds__(mma::k_halves_threads, 1)
+    halves_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
+                  attention_plan p) {
+  constexpr int keys = mma::keys_per_tile<Dim>, st = mma::stride<Dim>;
+  extern __shared__ __align__(16) unsigned char mma_shared[];
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const int group = warp / mma::k_warps, in_group = static_cast<int>(threadIdx.x) % mma::k_threads;
+  const int g = lane / 4, tig = lane % 4;
+  const int r0 = (warp % mma::k_warps) * 16 + g;             // rows r0 and r0 + 8
+  T* qs = reinterpret_cast<T*>(mma_shared);                  // [64][st]
+  T* tiles = qs + mma::k_rows * st + group * 4 * keys * st;  // this group's two K and V
+  const block_at at = locate(p, mma::k_rows, true);
+  const T* kb = k + at.b * p.k_stride[0] + at.h * p.k_stride[1];
+  const T* vb = v + at.b * p.v_stride[0] + at.h * p.v_stride[1];
+  mma::copy_tile<T, Dim, mma::k_rows, mma::k_halves_threads>(
+      qs, q + at.b * p.q_stride[0] + at.h * p.q_stride[1], at.m0, p.sq, p.head_dim, p.q_stride[2],
+      static_cast<int>(threadIdx.x));
+  const auto copy_keys = [&](std::int64_t n0, int buffer) {
+    T* ks = tiles + buffer * 2 * keys * st;
+    mma::copy_tile<T, Dim, keys, mma::k_threads>(ks, kb, n0, p.sk, p.head_dim, p.k_stride[2],
+                                                 in_group);
+    mma::copy_tile<T, Dim, keys, mma::k_threads>(ks + keys * st, vb, n0, p.sk, p.head_dim,
+                                                 p.v_stride[2], in_group);
+  };
+  const std::int64_t first = std::int64_t{group} * keys, step = 2 * std::int64_t{keys};
+  if (first < at.end) copy_keys(first, 0);  // in flight with the query rows
+  mma::wait_copies();
+  __syncthreads();  // the query rows and each group's first tile, from every thread's copies
+  std::uint32_t qa[Dim / 16][4];
+  mma::query_fragments<T, Dim>(qs, r0, tig, qa);
+  const score_rows<T> rows = rows_at(p, at, at.m0 + r0, bias, mask);
+  mma::row_state<Dim> r;
+  int buffer = 0;
+  for (std::int64_t n0 = first; n0 < at.end; n0 += step, buffer ^= 1) {
+    if (n0 != first) {
+      mma::wait_copies();  // this thread's copies of this tile
+      // The group's copies of this tile are in, and its warps are done with the other buffer.
+      group_barrier(1 + group, mma::k_threads);
+    }
+    if (n0 + step < at.end) copy_keys(n0 + step, buffer ^ 1);
+    const T* ks = tiles + buffer * 2 * keys * st;
+    attend_tile<T, Dim, Form, Form != score_form::general>(qa, ks, ks + keys * st, n0, p, rows, r);
+  }
+  // Group 1's partial rows (where it saw a key) into the tiles' room, merged by group 0.
+  constexpr int part_floats = mma::split_part_floats<Dim>;
+  auto* part = reinterpret_cast<float*>(mma_shared + mma::halves_q_bytes<Dim>) +
+               (warp % mma::k_warps) * part_floats * 32 + lane;
+  const bool merge = at.end > keys;
+  __syncthreads();  // both groups are done with their tiles
+  if (group == 1 && merge) leave_part<Dim>(r, part);
+  __syncthreads();
+  if (group == 1) return;
+  if (merge) merge_part<Dim>(r, part);
+  store_rows<T, Dim>(r, p, at, r0, tig, out);
+}
+
 // Three blocks an SM, as its shared memory allows: the bound keeps the registers there (left
 // free, the kernel without bias took 235 at head dim 64 and 213 at 128, two blocks, and a
 // head dim 128 causal prefill of 512 took 0.0243 ms on an H100, 0.0204 before on another). With a
@@ -288,7 +360,14 @@ template <class T, int Dim, score_form Form>
 void launch_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
                    const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(l.blocks_x), static_cast<unsigned>(l.blocks_y));
-  if (l.kernel == attention_kernel::mma_split_keys) {
+  if (l.kernel == attention_kernel::mma_halves) {
+    constexpr std::size_t bytes = mma::halves_shared_bytes<Dim>;
+    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(halves_kernel<T, Dim, Form>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(bytes)));
+    halves_kernel<T, Dim, Form>
+        <<<grid, mma::k_halves_threads, bytes, stream>>>(q, k, v, bias, mask, out, p);
+  } else if (l.kernel == attention_kernel::mma_split_keys) {
     constexpr std::size_t bytes = mma::split_shared_bytes<Dim>;
     COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(split_keys_kernel<T, Dim, Form>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,

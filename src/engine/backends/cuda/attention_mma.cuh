@@ -70,6 +70,20 @@ static_assert(4 * (k_warps - 1) * split_part_floats<64> * 32 <=
               split_shared_bytes<64> - split_q_bytes<64>);
 static_assert(4 * (k_warps - 1) * split_part_floats<128> * 32 <=
               split_shared_bytes<128> - split_q_bytes<128>);
+// Halves: the 64 query rows, then for each of two groups of 4 warps two K and V tiles (its
+// next tile copied while it works on this one). Group 1's partial rows (split_part_floats a
+// lane of each of its warps) reuse the tiles' room for the merge.
+constexpr int k_halves_threads = 2 * k_threads;
+template <int Dim>
+inline constexpr std::size_t halves_q_bytes = 2 * static_cast<std::size_t>(stride<Dim>) * k_rows;
+template <int Dim>
+inline constexpr std::size_t halves_shared_bytes = halves_q_bytes<Dim> +
+                                                   2 * static_cast<std::size_t>(stride<Dim>) *
+                                                       8 * keys_per_tile<Dim>;
+static_assert(4 * k_warps * split_part_floats<64> * 32 <=
+              halves_shared_bytes<64> - halves_q_bytes<64>);
+static_assert(4 * k_warps * split_part_floats<128> * 32 <=
+              halves_shared_bytes<128> - halves_q_bytes<128>);
 // Rows of 16-byte pieces for load_matrices.
 static_assert(stride<64> * 2 % 16 == 0 && stride<128> * 2 % 16 == 0);
 

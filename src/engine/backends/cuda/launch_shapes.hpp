@@ -119,6 +119,7 @@ enum class attention_kernel {
   fma_tiled64,     // the same, 64 query rows a block, 4 a thread
   mma_rows64,      // tensor cores: 64 query rows a block, the warps share each key tile
   mma_split_keys,  // tensor cores: 16 query rows a block, the warps split the keys
+  mma_halves,      // tensor cores: 64 query rows a block of 8 warps, two halves of the keys
   tf32x3_rows64,   // float32 on the tensor cores (3xTF32), 64 query rows a block
 };
 
@@ -167,7 +168,9 @@ inline bool attention_decode_vector_fits(std::int64_t head_dim, std::size_t elem
 /// steps the tensor-core kernels can take); `float32`: the dtype is float32,
 /// not 16-bit. `sms`: the GPU's multiprocessors. `forced`: "" picks; "fma"
 /// (the tiled FMA kernel, its rows picked), "fma32", "fma64", "mma" (64-row
-/// tiles) or "split_keys" take that kernel wherever it runs (decode always
+/// tiles), "halves" (64-row tiles, 8 warps: two groups of 4 walking alternate key tiles,
+/// merged at the end; forced only until measured) or "split_keys" take that kernel wherever
+/// it runs (decode always
 /// splits: decode_split here, which attention.cu's choose() turns into
 /// decode_vector where attention_decode_vector_fits and "decode_scalar" is
 /// not forced; "tf32x3" takes float32 onto the tensor cores in 3xTF32,
@@ -218,6 +221,11 @@ inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq
     const bool rows64 = forced == "fma64" || (forced != "fma32" && blocks64 >= sms);
     l.kernel = rows64 ? attention_kernel::fma_tiled64 : attention_kernel::fma_tiled32;
     l.blocks_y = tiles(rows64 ? 64 : 32);
+    return l;
+  }
+  if (forced == "halves") {  // not yet chosen by default: measured against mma_rows64 first
+    l.kernel = attention_kernel::mma_halves;
+    l.blocks_y = tiles(64);
     return l;
   }
   const bool few = blocks64 < sms && sq * sk <= 256 * 256;
