@@ -168,10 +168,10 @@ __device__ __forceinline__ void widen(const uint4& raw, float (&out)[k_piece<T>]
 // the first product, and keeps a running maximum, sum and output piece over
 // its group's keys (V's loads are in flight while the scores are taken); the
 // groups then merge through shared memory. split_kernel, a thread per key
-// dim and an element a load, took 16 dependent round trips to memory for K
-// and 16 for V over a 256-key chunk: 45.5 us for GPT-2 at batch 8 after
-// 1,024 keys on an H100, where cuDNN took 10.6 and K and V are 7.5 us of
-// bandwidth (docs/perf/engine.md, "2026-12-07, early").
+// dim and an element a load, takes 16 dependent round trips to memory for K
+// and 16 for V over a 256-key chunk: GPT-2 fp16 at batch 8 after 1,024 keys
+// on an H100 took 45.9 us there and 10.9 here (2.3 TB/s), level with cuDNN's
+// 10.6 (docs/perf/engine.md, "2026-12-07, morning").
 template <class T, int Group>
 __global__ void __launch_bounds__(k_threads, 4)
     vector_split_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask,
