@@ -6,21 +6,20 @@
 // in a CUDA session ("graph ms": the session fuses it and replays its CUDA
 // graph, RUNS launches back to back, the fastest of 3 such rounds, so a short
 // kernel is timed at its own pace, not at the host's launches through the
-// backend). Prints one
-// markdown row per configuration: milliseconds, speed-up, and the session's
-// FLOP/s (4·B·H·Sq·Sk·D, halved for causal prefill) and bytes/s (q, k, v,
-// out, mask once each), and the fused node again on each kernel forced
-// (COOLBENCH_ATTENTION_KERNEL=fma32, fma64, tf32x3, mma, split_keys,
-// decode_scalar, halves: the register-tiled FMA kernel (float32's) with 32
-// and 64 query rows a block, float32's 3xTF32 tensor-core kernel, the 16-bit
-// tensor-core kernels with 64-row tiles and with split keys, decode's kernel
-// of an element a load, the 64-row tiles with two groups of warps over the
-// keys; "-" where the kernel does not run: the 16-bit ones
-// on float32, tf32x3 on 16 bits, decode_scalar on prefill, the others on
-// decode), and with the tensor-core
-// kernels' scores in their general form (COOLBENCH_ATTENTION_SCORES=general: each score's bias and
-// mask found from runtime steps; the default takes a form of its own without either, or with a bias
-// of 4-byte pairs).
+// backend). Prints one markdown row per configuration: milliseconds,
+// speed-up, the session's FLOP/s (4·B·H·Sq·Sk·D, halved for causal prefill)
+// and bytes/s (q, k, v, out, mask once each), and the fused node again on
+// each kernel forced (COOLBENCH_ATTENTION_KERNEL=fma32, fma64, tf32x3, mma,
+// split_keys, decode_scalar, halves: the register-tiled FMA kernel
+// (float32's) with 32 and 64 query rows a block, float32's 3xTF32
+// tensor-core kernel, the 16-bit tensor-core kernels with 64-row tiles and
+// with split keys, decode's kernel of an element a load, the 64-row tiles
+// with two groups of warps over the keys; "-" where the kernel does not run:
+// the 16-bit ones on float32, tf32x3 on 16 bits, decode_scalar on prefill,
+// the others on decode), and with the tensor-core kernels' scores in their
+// general form (COOLBENCH_ATTENTION_SCORES=general: each score's bias and
+// mask found from runtime steps; the default takes a form of its own without
+// either, or with a bias of 4-byte pairs).
 //
 //   build/bench/attention_bench [RUNS [NAME [DTYPE]]]
 // NAME keeps the configurations whose name contains it ("bert b32"), DTYPE
