@@ -96,10 +96,6 @@ class Runner:
         self.env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(args.work, "inductor"))
         self.env.setdefault("TRITON_CACHE_DIR", os.path.join(args.work, "triton"))
         self.env.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
-        # AOTAutograd's cache too (where PyTorch has it; ignored elsewhere): a measured process's
-        # compile_s from the cache was 11-35 s on the H100 machine (2026-12-07), Dynamo's trace
-        # and AOTAutograd's pass again each time. The code is the same either way.
-        self.env.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")
         self.stopped = None
 
     def elapsed(self):
