@@ -8,6 +8,7 @@
 #                                         thermal-latency thermal-power contexts foreign
 #                                         models engine-vs-torch lottery hidden-state
 #                                         ew-jit hidden-state-paired attention-ncu
+#                                         attention
 #                                         (default: the first six)
 # COOLBENCH_BUILD_TARGETS (space-separated) builds only those targets, for a short call.
 # models: the small PyTorch exports on CPU and CUDA (ctest conformance_torch_models*)
@@ -210,6 +211,20 @@ if want attention-ncu; then
   else
     echo "attention-ncu: no ncu on this machine" | tee "$out/attention-ncu.txt"
   fi
+fi
+if want attention; then
+  # The fused attention's GPU tests, then each kernel forced against PyTorch's SDPA kernels
+  # (bench/attention_vs_torch.py; attention_bench's whole table in attention-bench.txt).
+  # COOLBENCH_ATTN_ARGS passes options, e.g. "--only decode" or "--rounds 2".
+  ctest --test-dir build --output-on-failure -R "cuda_attention|launch_shapes" \
+    >"$out/attention-ctest.log" 2>&1
+  grep -E "Test +#|tests passed|Failure|FAILED|SKIPPED" "$out/attention-ctest.log" | tee -a "$log"
+  # shellcheck disable=SC2086 # options
+  python3 bench/attention_vs_torch.py --build build --rounds 1 --runs 100 ${COOLBENCH_ATTN_ARGS:-} \
+    --raw "$out/attention-bench.txt" --json "$out/attention_vs_torch.json" \
+    >"$out/attention_vs_torch.md" 2>&1
+  echo "attention_vs_torch exit code $?" | tee -a "$log"
+  tail -n 40 "$out/attention_vs_torch.md"
 fi
 if want hidden-state-paired; then
   # Isolation inside one context (docs/perf/hidden-state.md, "To run next"): 30 fresh processes.
