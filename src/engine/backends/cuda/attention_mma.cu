@@ -139,6 +139,28 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
   }
 }
 
+// Where a block of a tensor-core kernel is (locate), its (batch, head)'s K and V, and the copy
+// of its Rows query rows into qs, issued by Threads threads: every kernel's first steps.
+template <class T>
+struct block_start {
+  block_at at;
+  const T* k;
+  const T* v;
+};
+
+template <class T, int Dim, int Rows, int Threads>
+__device__ __forceinline__ block_start<T> start_block(const T* q, const T* k, const T* v, T* qs,
+                                                      const attention_plan& p, bool longest_first) {
+  block_start<T> s;
+  s.at = locate(p, Rows, longest_first);
+  s.k = k + s.at.b * p.k_stride[0] + s.at.h * p.k_stride[1];
+  s.v = v + s.at.b * p.v_stride[0] + s.at.h * p.v_stride[1];
+  mma::copy_tile<T, Dim, Rows, Threads>(qs, q + s.at.b * p.q_stride[0] + s.at.h * p.q_stride[1],
+                                        s.at.m0, p.sq, p.head_dim, p.q_stride[2],
+                                        static_cast<int>(threadIdx.x));
+  return s;
+}
+
 // A warp's partial rows (split over the keys) left in shared memory for another warp to merge:
 // its output fragments, then its rows' maxima and sums, lane-minor (conflict-free). `part`
 // points at this lane's first float of the warp's split_part_floats x 32.
@@ -244,12 +266,10 @@ __global__ void __launch_bounds__(mma::k_halves_threads, 1)
   const int r0 = (warp % mma::k_warps) * 16 + g;             // rows r0 and r0 + 8
   T* qs = reinterpret_cast<T*>(mma_shared);                  // [64][st]
   T* tiles = qs + mma::k_rows * st + group * 4 * keys * st;  // this group's two K and V
-  const block_at at = locate(p, mma::k_rows, true);
-  const T* kb = k + at.b * p.k_stride[0] + at.h * p.k_stride[1];
-  const T* vb = v + at.b * p.v_stride[0] + at.h * p.v_stride[1];
-  mma::copy_tile<T, Dim, mma::k_rows, mma::k_halves_threads>(
-      qs, q + at.b * p.q_stride[0] + at.h * p.q_stride[1], at.m0, p.sq, p.head_dim, p.q_stride[2],
-      static_cast<int>(threadIdx.x));
+  const block_start<T> start =
+      start_block<T, Dim, mma::k_rows, mma::k_halves_threads>(q, k, v, qs, p, true);
+  const block_at at = start.at;
+  const T *kb = start.k, *vb = start.v;
   const auto copy_keys = [&](std::int64_t n0, int buffer) {
     T* ks = tiles + buffer * 2 * keys * st;
     mma::copy_tile<T, Dim, keys, mma::k_threads>(ks, kb, n0, p.sk, p.head_dim, p.k_stride[2],
@@ -304,13 +324,11 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 || Form == score_for
   T* qs = reinterpret_cast<T*>(mma_shared);                    // [16][st]
   T* ks = qs + mma::k_split_rows * st + warp * 2 * keys * st;  // this warp's [keys][st]
   T* vs = ks + keys * st;                                      // and its V
-  const block_at at = locate(p, mma::k_split_rows, false);
-  const T* kb = k + at.b * p.k_stride[0] + at.h * p.k_stride[1];
-  const T* vb = v + at.b * p.v_stride[0] + at.h * p.v_stride[1];
   // The query rows and each warp's first tile in flight together.
-  mma::copy_tile<T, Dim, mma::k_split_rows, mma::k_threads>(
-      qs, q + at.b * p.q_stride[0] + at.h * p.q_stride[1], at.m0, p.sq, p.head_dim, p.q_stride[2],
-      static_cast<int>(threadIdx.x));
+  const block_start<T> start =
+      start_block<T, Dim, mma::k_split_rows, mma::k_threads>(q, k, v, qs, p, false);
+  const block_at at = start.at;
+  const T *kb = start.k, *vb = start.v;
   const std::int64_t first = std::int64_t{warp} * keys, step = std::int64_t{mma::k_warps} * keys;
   if (first < at.end) {
     mma::copy_tile<T, Dim, keys, 32>(ks, kb, first, p.sk, p.head_dim, p.k_stride[2], lane);
@@ -356,31 +374,29 @@ bool bias_rows_pair_aligned(const void* bias, const attention_plan& p) {
          p.bias_stride[1] % 2 == 0 && p.bias_stride[2] % 2 == 0;
 }
 
+// Opts `kernel` in to `bytes` of dynamic shared memory (over the default 48 KB for some) and
+// launches it.
+template <class... Args>
+void launch_opted_in(void (*kernel)(Args...), dim3 grid, int threads, std::size_t bytes,
+                     cudaStream_t stream, Args... args) {
+  COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(bytes)));
+  kernel<<<grid, threads, bytes, stream>>>(args...);
+}
+
 template <class T, int Dim, score_form Form>
 void launch_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
                    const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(l.blocks_x), static_cast<unsigned>(l.blocks_y));
   if (l.kernel == attention_kernel::mma_halves) {
-    constexpr std::size_t bytes = mma::halves_shared_bytes<Dim>;
-    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(halves_kernel<T, Dim, Form>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(bytes)));
-    halves_kernel<T, Dim, Form>
-        <<<grid, mma::k_halves_threads, bytes, stream>>>(q, k, v, bias, mask, out, p);
+    launch_opted_in(halves_kernel<T, Dim, Form>, grid, mma::k_halves_threads,
+                    mma::halves_shared_bytes<Dim>, stream, q, k, v, bias, mask, out, p);
   } else if (l.kernel == attention_kernel::mma_split_keys) {
-    constexpr std::size_t bytes = mma::split_shared_bytes<Dim>;
-    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(split_keys_kernel<T, Dim, Form>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(bytes)));
-    split_keys_kernel<T, Dim, Form>
-        <<<grid, mma::k_threads, bytes, stream>>>(q, k, v, bias, mask, out, p);
+    launch_opted_in(split_keys_kernel<T, Dim, Form>, grid, mma::k_threads,
+                    mma::split_shared_bytes<Dim>, stream, q, k, v, bias, mask, out, p);
   } else {
-    constexpr std::size_t bytes = mma::shared_bytes<Dim>;  // over 48 KB for head dim 128
-    COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(rows64_kernel<T, Dim, Form>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(bytes)));
-    rows64_kernel<T, Dim, Form>
-        <<<grid, mma::k_threads, bytes, stream>>>(q, k, v, bias, mask, out, p);
+    launch_opted_in(rows64_kernel<T, Dim, Form>, grid, mma::k_threads, mma::shared_bytes<Dim>,
+                    stream, q, k, v, bias, mask, out, p);
   }
   check_launch();
 }
