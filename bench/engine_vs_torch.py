@@ -82,12 +82,12 @@ def parse_configs(items, size):
 class Runner:
     """Starts the children, appends their records, keeps to the time budget."""
 
-    def __init__(self, args):
+    def __init__(self, args, commit):
         self.args = args
         self.started = time.perf_counter()
         self.records = []
         self.durations = {}
-        self.commit = report.commit()
+        self.commit = commit  # report.commit(), which hashes a dirty tree: once a run
         self.env = dict(os.environ)
         paths = [HERE] + ([os.path.join(args.build, "python")] if args.build else [])
         self.env["PYTHONPATH"] = os.pathsep.join(paths + [self.env.get("PYTHONPATH", "")])
@@ -475,6 +475,7 @@ def main():
         if not configs:
             print("engine_vs_torch: nothing left to measure")
             return 0
+    commit = report.commit()
     earlier, need, profiled = [], None, frozenset()
     if args.top_up:
         import vs_torch_child
@@ -489,14 +490,14 @@ def main():
                   "earlier from it")
         try:
             earlier = poolable(read_records([p for p in args.top_up if p not in missing]),
-                               uuid, report.commit(), args.size)
+                               uuid, commit, args.size)
         except (OSError, ValueError) as e:
             parser.error(f"--top-up: {e}")
         need, profiled = top_up_need(earlier, [c.key for c in configs], args.engines,
                                      args.processes)
         measures = sum(r["kind"] == "measure" for r in earlier)
         print(f"engine_vs_torch: --top-up pools {measures} measures of {uuid} at "
-              f"{report.commit()}; {sum(need.values())} processes to go")
+              f"{commit}; {sum(need.values())} processes to go")
         configs = [c for c in configs if any(need[(c.key, e)] for e in args.engines)]
         if not configs:
             rows = print_tables(earlier)
@@ -511,7 +512,7 @@ def main():
     print(f"engine_vs_torch: {len(configs)} configurations × {len(args.engines)} engines × "
           f"{args.processes} processes on {args.device}; records to {args.jsonl}", flush=True)
     models.write_work_counts(args.work, configs, args.size)
-    runner = Runner(args)
+    runner = Runner(args, commit)
     prepare(runner, configs, args.engines)
     measure_all(runner, configs, args.engines, need, profiled)
     rows = print_tables(earlier + runner.records, runner.stopped)

@@ -152,11 +152,9 @@ inline bool attention_decode_vector_fits(std::int64_t head_dim, std::size_t elem
                                          std::span<const std::int64_t, 3> k_stride,
                                          std::span<const std::int64_t, 3> v_stride,
                                          std::uintptr_t k, std::uintptr_t v) {
+  if (element_bytes == 0 || 16 % element_bytes != 0) return false;
   const auto piece = static_cast<std::int64_t>(16 / element_bytes);
-  if (element_bytes == 0 || 16 % element_bytes != 0 || head_dim % piece != 0 ||
-      head_dim > 32 * piece) {
-    return false;
-  }
+  if (head_dim % piece != 0 || head_dim > 32 * piece) return false;
   for (int i = 0; i < 3; ++i) {
     if (k_stride[i] % piece != 0 || v_stride[i] % piece != 0) return false;
   }
