@@ -105,18 +105,16 @@ TEST(launch_shapes, attention_splits_the_keys_where_64_row_tiles_leave_sms_idle)
   EXPECT_EQ(l.blocks_y, 13);
   // Fewer blocks than SMs over at most 256 x 256 scores: split; over more, 64-row tiles, as
   // GPT-2 at 1024 tokens (192 blocks: 22.4 against 31.0 us split on an H100) and head dim 128
-  // at 512 tokens (96 blocks: 17.1 against 19.6 us).
-  l = plan_attention(12, 1024, 1024, true, k_h200_sms, "");
-  EXPECT_EQ(l.kernel, attention_kernel::mma_rows64);
-  EXPECT_EQ(l.blocks_y, 16);
-  EXPECT_EQ(plan_attention(12, 512, 512, true, k_h200_sms, "").kernel,
-            attention_kernel::mma_rows64);  // 96 blocks, 512 x 512 scores
+  // at 512 tokens (96 blocks: 17.1 against 19.6 us), where the walks of 512 keys and more over
+  // at most 1.5 blocks an SM take halves (next test).
   EXPECT_EQ(plan_attention(131, 64, 512, true, k_h200_sms, "").kernel,
             attention_kernel::mma_split_keys);  // 131 blocks over 64 x 512 scores
-  EXPECT_EQ(plan_attention(131, 64, 1025, true, k_h200_sms, "").kernel,
-            attention_kernel::mma_rows64);  // over 256 x 256
-  EXPECT_EQ(plan_attention(132, 64, 512, true, k_h200_sms, "").kernel,
-            attention_kernel::mma_rows64);  // a block an SM
+  EXPECT_EQ(plan_attention(131, 64, 511, true, k_h200_sms, "").kernel,
+            attention_kernel::mma_split_keys);
+  EXPECT_EQ(plan_attention(132, 64, 256, true, k_h200_sms, "").kernel,
+            attention_kernel::mma_rows64);  // a block an SM, a short walk
+  EXPECT_EQ(plan_attention(12, 300, 300, true, k_h200_sms, "").kernel,
+            attention_kernel::mma_rows64);  // over 256 x 256, a short walk
   // Enough blocks of 64 rows: GPT-2 at batch 8 (192 blocks of 2 tiles), BERT and ViT at
   // batch 32, GPT-2 at 1024 tokens and batch 2 (384).
   for (const auto& [bh, s] :
@@ -127,15 +125,41 @@ TEST(launch_shapes, attention_splits_the_keys_where_64_row_tiles_leave_sms_idle)
   }
 }
 
-TEST(launch_shapes, attention_takes_halves_only_forced_and_on_the_tensor_cores) {
-  // 64-row tiles with two groups of warps over the keys: forced only, for 16 bits on sm_90.
-  auto l = plan_attention(12, 1024, 1024, true, k_h200_sms, "halves");
+TEST(launch_shapes, attention_takes_halves_for_long_walks_over_few_blocks) {
+  // 64-row tiles with two groups of warps over the keys, for 16 bits on sm_90, by default
+  // where a block walks at least 512 keys and 64-row blocks are at most 1.5 an SM: GPT-2 at
+  // 1 x 1024 (192 blocks: 15.5 against 20.0 us on an H100), head dim 128 at 512 tokens (96
+  // blocks: 16.2 against 17.3).
+  auto l = plan_attention(12, 1024, 1024, true, k_h200_sms, "");
   EXPECT_EQ(l.kernel, attention_kernel::mma_halves);
   EXPECT_EQ(l.blocks_y, 16);
+  EXPECT_EQ(plan_attention(12, 512, 512, true, k_h200_sms, "").kernel,
+            attention_kernel::mma_halves);
+  EXPECT_EQ(plan_attention(1, 64, 4096, true, k_h200_sms, "").kernel,
+            attention_kernel::mma_halves);  // 1 block, 64 x 4096 scores: not few
+  EXPECT_EQ(plan_attention(198, 64, 512, true, k_h200_sms, "").kernel,
+            attention_kernel::mma_halves);  // 1.5 blocks an SM
+  // Halves lost where the walk is short or the blocks many: GPT-2 at 8 x 128 (192 blocks of 2
+  // tiles), at 8 x 1024 (1,536 blocks), BERT and ViT at batch 32.
+  for (const auto& [bh, s] : {std::pair<std::int64_t, std::int64_t>{96, 128},
+                              {96, 1024},
+                              {384, 128},
+                              {384, 197},
+                              {12, 511}}) {
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "").kernel, attention_kernel::mma_rows64)
+        << bh << " " << s;
+  }
+  EXPECT_EQ(plan_attention(199, 64, 512, true, k_h200_sms, "").kernel,
+            attention_kernel::mma_rows64);  // over 1.5 blocks an SM
+  // Forced: everywhere on the tensor cores; "mma" keeps 4 warps; other names pick.
   EXPECT_EQ(plan_attention(12, 128, 128, true, k_h200_sms, "halves").kernel,
             attention_kernel::mma_halves);
-  EXPECT_EQ(plan_attention(12, 1024, 1024, true, k_h200_sms, "").kernel,
+  EXPECT_EQ(plan_attention(12, 1024, 1024, true, k_h200_sms, "mma").kernel,
             attention_kernel::mma_rows64);
+  EXPECT_EQ(plan_attention(12, 1024, 1024, true, k_h200_sms, "split_keys").kernel,
+            attention_kernel::mma_split_keys);
+  EXPECT_EQ(plan_attention(12, 1024, 1024, true, k_h200_sms, "decode_scalar").kernel,
+            attention_kernel::mma_halves);
   // Float32 and GPUs without sm_90's tensor-core code pick as unforced; decode splits.
   EXPECT_EQ(plan_attention(12, 1024, 1024, true, k_h200_sms, "halves", true).kernel,
             attention_kernel::tf32x3_rows64);
@@ -200,7 +224,9 @@ TEST(launch_shapes, attention_float32_takes_3xtf32_where_64_row_blocks_fill_the_
             attention_kernel::fma_tiled64);
   // 16-bit dtypes take their own kernels under that name; decode splits the keys.
   EXPECT_EQ(plan_attention(12, 1024, 1024, true, k_h200_sms, "tf32x3").kernel,
-            attention_kernel::mma_rows64);
+            attention_kernel::mma_halves);
+  EXPECT_EQ(plan_attention(12, 128, 128, true, k_h200_sms, "tf32x3").kernel,
+            attention_kernel::mma_split_keys);
   EXPECT_EQ(plan_attention(12, 1, 129, true, k_h200_sms, "tf32x3", true).kernel,
             attention_kernel::decode_split);
 }

@@ -166,8 +166,8 @@ inline bool attention_decode_vector_fits(std::int64_t head_dim, std::size_t elem
 /// steps the tensor-core kernels can take); `float32`: the dtype is float32,
 /// not 16-bit. `sms`: the GPU's multiprocessors. `forced`: "" picks; "fma"
 /// (the tiled FMA kernel, its rows picked), "fma32", "fma64", "mma" (64-row
-/// tiles), "halves" (64-row tiles, 8 warps: two groups of 4 walking alternate key tiles,
-/// merged at the end; forced only until measured) or "split_keys" take that kernel wherever
+/// tiles, 4 warps), "halves" (64-row tiles, 8 warps: two groups of 4 walking alternate key
+/// tiles, merged at the end) or "split_keys" take that kernel wherever
 /// it runs (decode always
 /// splits: decode_split here, which attention.cu's choose() turns into
 /// decode_vector where attention_decode_vector_fits and "decode_scalar" is
@@ -196,6 +196,15 @@ inline bool attention_decode_vector_fits(std::int64_t head_dim, std::size_t elem
 /// won the first (45 against 59 us) and lost GPT-2 at batch 8 and 128
 /// tokens (18.7 against 13.3). Between 197 x 197 (ViT at batch 1, split)
 /// and 512 x 512 the bound is not measured.
+/// Of the 64-row tiles, 8 warps in two halves of the keys (one block an SM)
+/// take walks of at least 512 keys over at most 1.5 blocks an SM, where 4
+/// warps walk every tile one after the other: attention_bench on an H100
+/// (2026-12-07, one process, both 16-bit dtypes) had GPT-2 at 1 x 1024 (192
+/// blocks) at 15.5 us against 20.0, head dim 128 at 512 tokens (96 blocks)
+/// 16.2 against 17.3; and halves slower wherever the walk is short or the
+/// blocks many: GPT-2 8 x 128 (192 blocks, 2 tiles) 9.2 against 7.6, 8 x 1024
+/// (1,536 blocks) 101 against 71, BERT and ViT at batch 32 27.5 and 65.5
+/// against 19.1 and 42.2. Between 1.5 and 12 blocks an SM it is not measured.
 inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq, std::int64_t sk,
                                        bool tensor_cores, int sms, std::string_view forced,
                                        bool float32 = false) {
@@ -221,15 +230,14 @@ inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq
     l.blocks_y = tiles(rows64 ? 64 : 32);
     return l;
   }
-  if (forced == "halves") {  // not yet chosen by default: measured against mma_rows64 first
-    l.kernel = attention_kernel::mma_halves;
-    l.blocks_y = tiles(64);
-    return l;
-  }
+  // Any other name (another dtype's kernel, decode_scalar) picks as "" does.
+  const bool picks = forced != "mma" && forced != "halves" && forced != "split_keys";
   const bool few = blocks64 < sms && sq * sk <= 256 * 256;
-  const bool split = forced == "split_keys" || (forced != "mma" && few);
-  l.kernel =
-      split && tiles(16) <= 65535 ? attention_kernel::mma_split_keys : attention_kernel::mma_rows64;
+  const bool split = forced == "split_keys" || (picks && few);
+  const bool halves = forced == "halves" || (picks && !few && sk >= 512 && 2 * blocks64 <= 3 * sms);
+  l.kernel = split && tiles(16) <= 65535 ? attention_kernel::mma_split_keys
+             : halves                    ? attention_kernel::mma_halves
+                                         : attention_kernel::mma_rows64;
   l.blocks_y = tiles(l.kernel == attention_kernel::mma_split_keys ? 16 : 64);
   return l;
 }
