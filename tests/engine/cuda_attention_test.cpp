@@ -272,7 +272,7 @@ TEST(cuda_attention, many_batches_and_heads) {
 // pasts of 0, 1, 2, an odd 37, 128 and 1000 keys, at batch 3 x 5 heads (32-key
 // chunks, the last one partial) and at 4 x 32 heads (256-key chunks), with
 // every mask form, head dims 16, 40, 64, 80 and 128, in every dtype, on both
-// decode kernels.
+// decode kernels and with the chunks merged in a cluster.
 TEST(cuda_attention, decode_over_past_lengths_and_batches) {
   COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
   const auto cpu = make_backend("cpu");
@@ -291,8 +291,11 @@ TEST(cuda_attention, decode_over_past_lengths_and_batches) {
   }
   cases.push_back({4, 32, 1000, 64});
   // By default these layouts take the 16-byte kernel (lane groups of 4 to 32, the head dims of
-  // 40 and 80 leaving lanes idle); "decode_scalar" forces the kernel of an element a load.
-  for (const char* kernel : {"default", "decode_scalar"}) {
+  // 40 and 80 leaving lanes idle); "decode_scalar" forces the kernel of an element a load;
+  // "decode_cluster" merges the chunks in a thread block cluster where they are at most 8
+  // (clusters of 1, 2, 4 and 5 blocks here; 32 chunks after 1,000 keys at 3 x 5 take the merge
+  // kernel).
+  for (const char* kernel : {"default", "decode_scalar", "decode_cluster"}) {
     select_kernel(kernel);
     for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
       for (const auto& c : cases) {

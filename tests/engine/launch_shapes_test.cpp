@@ -87,7 +87,8 @@ std::int64_t rows_of(attention_kernel k) {
     case attention_kernel::mma_halves: return 64;
     case attention_kernel::tf32x3_rows64: return 64;
     case attention_kernel::decode_split:
-    case attention_kernel::decode_vector: break;
+    case attention_kernel::decode_vector:
+    case attention_kernel::decode_cluster: break;
   }
   return 1;
 }
@@ -280,6 +281,25 @@ TEST(launch_shapes, attention_decode_splits_the_keys_over_blocks) {
     EXPECT_GE(l.blocks_y * l.chunk, sk);
     EXPECT_LT((l.blocks_y - 1) * l.chunk, sk);
   }
+}
+
+TEST(launch_shapes, attention_decode_merges_in_a_cluster_only_forced_on_sm90_up_to_8_chunks) {
+  // GPT-2 at batch 1 after 128 keys: 5 chunks of 32; at batch 8 after 1,024: 4 of 256.
+  EXPECT_TRUE(attention_decode_clusters(plan_attention(12, 1, 129, true, k_h200_sms, "").blocks_y,
+                                        true, "decode_cluster"));
+  EXPECT_TRUE(attention_decode_clusters(plan_attention(96, 1, 1025, true, k_h200_sms, "").blocks_y,
+                                        true, "decode_cluster"));
+  for (const std::int64_t chunks : {1, 2, 7, 8}) {
+    EXPECT_TRUE(attention_decode_clusters(chunks, true, "decode_cluster")) << chunks;
+    EXPECT_FALSE(attention_decode_clusters(chunks, true, "")) << chunks;  // not by default yet
+    EXPECT_FALSE(attention_decode_clusters(chunks, false, "decode_cluster")) << chunks;
+    EXPECT_FALSE(attention_decode_clusters(chunks, true, "decode_scalar")) << chunks;
+  }
+  // Past sm_90's portable cluster size: the merge kernel. 15 heads after 1,000 keys: 32 chunks.
+  EXPECT_FALSE(attention_decode_clusters(9, true, "decode_cluster"));
+  EXPECT_FALSE(attention_decode_clusters(plan_attention(15, 1, 1001, true, k_h200_sms, "").blocks_y,
+                                         true, "decode_cluster"));
+  EXPECT_FALSE(attention_decode_clusters(0, true, "decode_cluster"));
 }
 
 TEST(launch_shapes, attention_decode_reads_16_bytes_where_the_layout_allows) {

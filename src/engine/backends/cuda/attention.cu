@@ -332,6 +332,9 @@ attention_launch choose(const attention_plan& p, dtype type, const void* k, cons
                                    reinterpret_cast<std::uintptr_t>(k),
                                    reinterpret_cast<std::uintptr_t>(v))) {
     l.kernel = attention_kernel::decode_vector;
+    if (attention_decode_clusters(l.blocks_y, major == 9, forced)) {
+      l.kernel = attention_kernel::decode_cluster;
+    }
   }
   const char* scores = std::getenv("COOLBENCH_ATTENTION_SCORES");
   l.general_scores = scores != nullptr && std::string_view(scores) == "general";
@@ -378,7 +381,8 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
                           static_cast<float*>(out), plan, l, stream);
     return;
   }
-  if (l.kernel == attention_kernel::decode_split || l.kernel == attention_kernel::decode_vector) {
+  if (l.kernel == attention_kernel::decode_split || l.kernel == attention_kernel::decode_vector ||
+      l.kernel == attention_kernel::decode_cluster) {
     launch_decode_attention(type, q, k, v, bias, mask, out, scratch, plan, l, stream);
     return;
   }

@@ -5,7 +5,10 @@
 // common maximum (launch_shapes.hpp's attention_decode_chunk sizes the
 // chunks). vector_split_kernel reads K and V in 16-byte pieces where their
 // layout allows (attention_decode_vector_fits), split_kernel an element a
-// load otherwise.
+// load otherwise; forced "decode_cluster", a (batch, head)'s chunks of
+// vector_split_kernel merge in a thread block cluster instead.
+#include <cooperative_groups.h>
+
 #include <cfloat>
 #include <type_traits>
 
@@ -172,10 +175,18 @@ __device__ __forceinline__ void widen(const uint4& raw, float (&out)[k_piece<T>]
 // and 16 for V over a 256-key chunk: GPT-2 fp16 at batch 8 after 1,024 keys
 // on an H100 took 45.9 us there and 10.9 here (2.3 TB/s), level with cuDNN's
 // 10.6 (docs/perf/engine.md, "2026-12-07, morning").
-template <class T, int Group>
+//
+// Clustered: the chunks of a (batch, head) are one thread block cluster along y
+// (attention_decode_clusters); each block leaves its row in its own shared
+// memory and the cluster's first block merges the rows through distributed
+// shared memory and stores the output, as combine_kernel would: no second
+// kernel, no scratch, where the merge kernel's launch and its round trip through
+// memory took about as long as the chunks (GPT-2 at batch 1 after 128 keys: 6.6
+// us against cuDNN's 4.1 on an H100, docs/perf/engine.md, "2026-12-07, morning").
+template <class T, int Group, bool Clustered>
 __global__ void __launch_bounds__(k_threads, 4)
     vector_split_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask,
-                        float* scratch, attention_plan p, std::int64_t chunk) {
+                        float* scratch, T* out, attention_plan p, std::int64_t chunk) {
   constexpr int piece = k_piece<T>, groups = k_threads / Group, keys_a_lane = 8;
   static_assert(Group >= 1 && Group <= 32 && 32 % Group == 0, "a group within a warp");
   __shared__ float group_max[groups], group_sum[groups], group_weight[groups];
@@ -261,17 +272,45 @@ __global__ void __launch_bounds__(k_threads, 4)
   const float shift = peak == -INFINITY ? 0.0F : peak;
   if (threadIdx.x < groups) group_weight[threadIdx.x] = __expf(group_max[threadIdx.x] - shift);
   __syncthreads();
-  float* row = scratch + (bh * gridDim.y + blockIdx.y) * (d + 2);
+  __shared__ float cluster_row[Clustered ? 2 + 32 * piece : 1];
+  float* row = Clustered ? cluster_row : scratch + (bh * gridDim.y + blockIdx.y) * (d + 2);
   for (std::int64_t c = threadIdx.x; c < d; c += k_threads) {
-    float out = 0;
-    for (int i = 0; i < groups; ++i) out += group_out[i][c] * group_weight[i];
-    row[2 + c] = out;
+    float merged = 0;
+    for (int i = 0; i < groups; ++i) merged += group_out[i][c] * group_weight[i];
+    row[2 + c] = merged;
   }
   if (threadIdx.x == 0) {
     float sum = 0;
     for (int i = 0; i < groups; ++i) sum += group_sum[i] * group_weight[i];
     row[0] = peak;
     row[1] = sum;
+  }
+  if constexpr (Clustered) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    const cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();  // every block's row is in its shared memory
+    if (cluster.block_rank() == 0) {
+      const auto chunks = static_cast<int>(cluster.num_blocks());
+      float top = -INFINITY;
+      for (int c = 0; c < chunks; ++c) top = fmaxf(top, *cluster.map_shared_rank(cluster_row, c));
+      const float base = top == -INFINITY ? 0.0F : top;
+      T* o = out + b * p.out_stride[0] + h * p.out_stride[1];
+      for (std::int64_t col = threadIdx.x; col < d; col += k_threads) {
+        float total = 0, acc = 0;
+        for (int c = 0; c < chunks; ++c) {
+          const float* other = cluster.map_shared_rank(cluster_row, c);
+          const float w = __expf(other[0] - base);
+          total += other[1] * w;
+          acc += other[2 + col] * w;
+        }
+        o[col] = narrow<T>(finish(acc, total, p.zero_empty_rows));
+      }
+    }
+    cluster.sync();  // the first block is done reading the others' shared memory
+#else
+    __trap();  // clusters are sm_90's: attention_decode_clusters picks them there alone
+#endif
   }
 }
 
@@ -309,27 +348,54 @@ void launch_decode_attention(dtype type, const void* q, const void* k, const voi
     const auto* kt = static_cast<const T*>(k);
     const auto* vt = static_cast<const T*>(v);
     const auto* bt = static_cast<const T*>(bias);
-    if (l.kernel == attention_kernel::decode_vector) {
+    auto* ot = static_cast<T*>(out);
+    const bool clustered = l.kernel == attention_kernel::decode_cluster;
+    const auto vector_split = [&](auto kernel) {
+      if (!clustered) {
+        kernel<<<grid, k_threads, 0, s>>>(qt, kt, vt, bt, mask, scratch, ot, plan, l.chunk);
+        return;
+      }
+      // A (batch, head)'s chunks, the grid's y, one cluster.
+      cudaLaunchAttribute cluster{};
+      cluster.id = cudaLaunchAttributeClusterDimension;
+      cluster.val.clusterDim.x = 1;
+      cluster.val.clusterDim.y = grid.y;
+      cluster.val.clusterDim.z = 1;
+      cudaLaunchConfig_t config{};
+      config.gridDim = grid;
+      config.blockDim = dim3(k_threads);
+      config.stream = s;
+      config.attrs = &cluster;
+      config.numAttrs = 1;
+      COOLBENCH_CUDA_CALL(
+          cudaLaunchKernelEx(&config, kernel, qt, kt, vt, bt, mask, scratch, ot, plan, l.chunk));
+    };
+    if (l.kernel == attention_kernel::decode_vector || clustered) {
       // A group of lanes a key: the head dim's pieces, rounded up to a power of two.
       const std::int64_t pieces = (plan.head_dim + k_piece<T> - 1) / k_piece<T>;
-      if (pieces <= 4) {
-        vector_split_kernel<T, 4>
-            <<<grid, k_threads, 0, s>>>(qt, kt, vt, bt, mask, scratch, plan, l.chunk);
-      } else if (pieces <= 8) {
-        vector_split_kernel<T, 8>
-            <<<grid, k_threads, 0, s>>>(qt, kt, vt, bt, mask, scratch, plan, l.chunk);
-      } else if (pieces <= 16) {
-        vector_split_kernel<T, 16>
-            <<<grid, k_threads, 0, s>>>(qt, kt, vt, bt, mask, scratch, plan, l.chunk);
-      } else {  // float32 past head dim 64
-        vector_split_kernel<T, 32>
-            <<<grid, k_threads, 0, s>>>(qt, kt, vt, bt, mask, scratch, plan, l.chunk);
+      const auto pick = [&](auto cluster) {
+        constexpr bool c = decltype(cluster)::value;
+        if (pieces <= 4) {
+          vector_split(vector_split_kernel<T, 4, c>);
+        } else if (pieces <= 8) {
+          vector_split(vector_split_kernel<T, 8, c>);
+        } else if (pieces <= 16) {
+          vector_split(vector_split_kernel<T, 16, c>);
+        } else {  // float32 past head dim 64
+          vector_split(vector_split_kernel<T, 32, c>);
+        }
+      };
+      if (clustered) {
+        pick(std::true_type{});
+      } else {
+        pick(std::false_type{});
       }
     } else {
       split_kernel<T><<<grid, k_threads, 0, s>>>(qt, kt, vt, bt, mask, scratch, plan, l.chunk);
     }
     check_launch();
-    combine_kernel<T><<<rows, k_threads, 0, s>>>(scratch, static_cast<T*>(out), plan, l.blocks_y);
+    if (clustered) return;  // merged in the clusters
+    combine_kernel<T><<<rows, k_threads, 0, s>>>(scratch, ot, plan, l.blocks_y);
     check_launch();
   });
 }

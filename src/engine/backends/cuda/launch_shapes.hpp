@@ -115,6 +115,7 @@ COOLBENCH_HOST_DEVICE inline std::int64_t concat_source(const concat_launch& l, 
 enum class attention_kernel {
   decode_split,    // sq == 1: chunks of keys over blocks, then a merge kernel
   decode_vector,   // the same reading K and V in 16-byte pieces (attention_decode.cu)
+  decode_cluster,  // decode_vector's chunks of a (batch, head) one cluster, merged in it
   fma_tiled32,     // FMA, register-tiled: 32 query rows a block, 2 a thread (float32)
   fma_tiled64,     // the same, 64 query rows a block, 4 a thread
   mma_rows64,      // tensor cores: 64 query rows a block, the warps share each key tile
@@ -159,6 +160,19 @@ inline bool attention_decode_vector_fits(std::int64_t head_dim, std::size_t elem
     if (k_stride[i] % piece != 0 || v_stride[i] % piece != 0) return false;
   }
   return k % 16 == 0 && v % 16 == 0;
+}
+
+/// The most blocks a thread block cluster may hold on every GPU that has
+/// clusters (sm_90's portable size).
+inline constexpr std::int64_t k_attention_max_cluster = 8;
+
+/// Whether decode_vector's chunks of keys of one (batch, head) run as one
+/// thread block cluster that merges them itself (attention_decode.cu), with
+/// no merge kernel after: sm_90's clusters, at most k_attention_max_cluster
+/// chunks, and forced ("decode_cluster") until measured against the merge
+/// kernel.
+inline bool attention_decode_clusters(std::int64_t chunks, bool sm90, std::string_view forced) {
+  return forced == "decode_cluster" && sm90 && chunks >= 1 && chunks <= k_attention_max_cluster;
 }
 
 /// The kernel and grid of an attention over batch x heads (batch_heads) of
