@@ -9,7 +9,8 @@
 //   (GPT-2 at batch 1 and 128 tokens: 12 heads x 2 = 24 blocks on 132 SMs,
 //   each walking up to 2 tiles one after the other).
 // - halves_kernel: rows64_kernel's 64 rows with 8 warps, two groups of 4
-//   walking alternate key tiles, merged at the end (forced only, "halves").
+//   walking alternate key tiles, merged at the end (long walks over about a
+//   block an SM: plan_attention).
 // - split_keys_kernel: a block takes 16 query rows and its 4 warps split
 //   the keys (tiles w, w + 4, ...), each with K and V tiles of its own, so
 //   4 times as many blocks each wait out one tile's loads and products
@@ -253,7 +254,7 @@ __device__ __forceinline__ void group_barrier(int id, int threads) {
 // group 0 merges them and stores. Why: where the blocks are few (GPT-2 at batch 1 and 1,024
 // tokens: 192 blocks of 64 rows, longest first, mostly one to an SM), the time is the longest
 // block's walk, 16 tiles one after the other by 4 warps; halves walk 8 each, on 8 warps an SM.
-// Forced only ("halves"), until measured against rows64_kernel.
+// Taken for walks of 512 keys or more over at most 1.5 blocks an SM (plan_attention).
 template <class T, int Dim, score_form Form>
 __global__ void __launch_bounds__(mma::k_halves_threads, 1)
     halves_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
