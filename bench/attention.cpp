@@ -167,6 +167,8 @@ std::vector<config> configs() {
     list.push_back({"gpt2 prefill b1 s1024", gpt2(1, 1024, 1024)});
     list.push_back({"gpt2 prefill b8 s1024", gpt2(8, 1024, 1024)});
     list.push_back({"gpt2 decode b1 past128", gpt2(1, 1, 129)});
+    list.push_back({"gpt2 decode b1 past1024", gpt2(1, 1, 1025)});
+    list.push_back({"gpt2 decode b4 past256", gpt2(4, 1, 257)});
     list.push_back({"gpt2 decode b8 past1024", gpt2(8, 1, 1025)});
     attention_spec bert = gpt2(32, 128, 128);
     bert.mask = mask_kind::bias, bert.split_scale = true;

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "engine/backends/cuda/attention_merge.hpp"
@@ -284,22 +285,32 @@ TEST(launch_shapes, attention_decode_splits_the_keys_over_blocks) {
 }
 
 TEST(launch_shapes, attention_decode_merges_in_a_cluster_only_forced_on_sm90_up_to_8_chunks) {
-  // GPT-2 at batch 1 after 128 keys: 5 chunks of 32; at batch 8 after 1,024: 4 of 256.
-  EXPECT_TRUE(attention_decode_clusters(plan_attention(12, 1, 129, true, k_h200_sms, "").blocks_y,
-                                        true, "decode_cluster"));
-  EXPECT_TRUE(attention_decode_clusters(plan_attention(96, 1, 1025, true, k_h200_sms, "").blocks_y,
-                                        true, "decode_cluster"));
-  for (const std::int64_t chunks : {1, 2, 7, 8}) {
-    EXPECT_TRUE(attention_decode_clusters(chunks, true, "decode_cluster")) << chunks;
-    EXPECT_FALSE(attention_decode_clusters(chunks, true, "")) << chunks;  // not by default yet
-    EXPECT_FALSE(attention_decode_clusters(chunks, false, "decode_cluster")) << chunks;
-    EXPECT_FALSE(attention_decode_clusters(chunks, true, "decode_scalar")) << chunks;
+  const auto cluster_chunk = [](std::int64_t batch_heads, std::int64_t sk, bool sm90,
+                                std::string_view forced) {
+    const attention_launch l = plan_attention(batch_heads, 1, sk, sm90, k_h200_sms, "");
+    return attention_decode_cluster_chunk(sk, l.chunk, sm90, forced);
+  };
+  // GPT-2 at batch 1 after 128 keys: the plan's 5 chunks of 32; at batch 8 after 1,024 keys:
+  // its 5 of 256.
+  EXPECT_EQ(cluster_chunk(12, 129, true, "decode_cluster"), 32);
+  EXPECT_EQ(cluster_chunk(96, 1025, true, "decode_cluster"), 256);
+  // More than 8 of the plan's chunks: the fewest 32-key steps that make at most 8. 15 heads
+  // after 1,000 keys: 32 chunks of 32 planned, 8 of 128 clustered (1,001 / 8 = 125.1).
+  EXPECT_EQ(plan_attention(15, 1, 1001, true, k_h200_sms, "").blocks_y, 32);
+  EXPECT_EQ(cluster_chunk(15, 1001, true, "decode_cluster"), 128);
+  EXPECT_EQ(cluster_chunk(12, 1025, true, "decode_cluster"), 160);  // 7 chunks
+  for (const std::int64_t sk : {1, 2, 33, 129, 1001, 4097, 8192}) {
+    const std::int64_t chunk = cluster_chunk(12, sk, true, "decode_cluster");
+    ASSERT_GT(chunk, 0) << sk;
+    EXPECT_LE((sk + chunk - 1) / chunk, k_attention_max_cluster) << sk;
+    EXPECT_LE(chunk, k_attention_max_cluster_chunk) << sk;
+    EXPECT_EQ(cluster_chunk(12, sk, true, ""), 0) << sk;  // not by default yet
+    EXPECT_EQ(cluster_chunk(12, sk, false, "decode_cluster"), 0) << sk;
+    EXPECT_EQ(cluster_chunk(12, sk, true, "decode_scalar"), 0) << sk;
   }
-  // Past sm_90's portable cluster size: the merge kernel. 15 heads after 1,000 keys: 32 chunks.
-  EXPECT_FALSE(attention_decode_clusters(9, true, "decode_cluster"));
-  EXPECT_FALSE(attention_decode_clusters(plan_attention(15, 1, 1001, true, k_h200_sms, "").blocks_y,
-                                         true, "decode_cluster"));
-  EXPECT_FALSE(attention_decode_clusters(0, true, "decode_cluster"));
+  // Past 8 chunks of 1,024 keys: the merge kernel.
+  EXPECT_EQ(cluster_chunk(12, 8193, true, "decode_cluster"), 0);
+  EXPECT_EQ(attention_decode_cluster_chunk(0, 32, true, "decode_cluster"), 0);
 }
 
 TEST(launch_shapes, attention_decode_reads_16_bytes_where_the_layout_allows) {

@@ -332,8 +332,12 @@ attention_launch choose(const attention_plan& p, dtype type, const void* k, cons
                                    reinterpret_cast<std::uintptr_t>(k),
                                    reinterpret_cast<std::uintptr_t>(v))) {
     l.kernel = attention_kernel::decode_vector;
-    if (attention_decode_clusters(l.blocks_y, major == 9, forced)) {
+    const std::int64_t cluster_chunk =
+        attention_decode_cluster_chunk(p.sk, l.chunk, major == 9, forced);
+    if (cluster_chunk > 0) {
       l.kernel = attention_kernel::decode_cluster;
+      l.chunk = cluster_chunk;
+      l.blocks_y = (p.sk + cluster_chunk - 1) / cluster_chunk;
     }
   }
   const char* scores = std::getenv("COOLBENCH_ATTENTION_SCORES");

@@ -177,7 +177,8 @@ __device__ __forceinline__ void widen(const uint4& raw, float (&out)[k_piece<T>]
 // 10.6 (docs/perf/engine.md, "2026-12-07, morning").
 //
 // Clustered: the chunks of a (batch, head) are one thread block cluster along y
-// (attention_decode_clusters); each block leaves its row in its own shared
+// (attention_decode_cluster_chunk: at most 8 chunks, wider ones where the
+// plan had more); each block leaves its row in its own shared
 // memory and the cluster's first block merges the rows through distributed
 // shared memory and stores the output, as combine_kernel would: no second
 // kernel, no scratch, where the merge kernel's launch and its round trip through
@@ -309,7 +310,7 @@ __global__ void __launch_bounds__(k_threads, 4)
     }
     cluster.sync();  // the first block is done reading the others' shared memory
 #else
-    __trap();  // clusters are sm_90's: attention_decode_clusters picks them there alone
+    __trap();  // clusters are sm_90's: attention_decode_cluster_chunk picks them there alone
 #endif
   }
 }

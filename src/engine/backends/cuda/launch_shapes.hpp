@@ -166,13 +166,25 @@ inline bool attention_decode_vector_fits(std::int64_t head_dim, std::size_t elem
 /// clusters (sm_90's portable size).
 inline constexpr std::int64_t k_attention_max_cluster = 8;
 
-/// Whether decode_vector's chunks of keys of one (batch, head) run as one
-/// thread block cluster that merges them itself (attention_decode.cu), with
-/// no merge kernel after: sm_90's clusters, at most k_attention_max_cluster
-/// chunks, and forced ("decode_cluster") until measured against the merge
-/// kernel.
-inline bool attention_decode_clusters(std::int64_t chunks, bool sm90, std::string_view forced) {
-  return forced == "decode_cluster" && sm90 && chunks >= 1 && chunks <= k_attention_max_cluster;
+/// The most keys a block walks when decode's chunks run as one cluster: 8
+/// chunks of at most 1,024 keys, past which a cluster's few blocks leave the
+/// GPU idle and the merge kernel's many blocks win.
+inline constexpr std::int64_t k_attention_max_cluster_chunk = 1024;
+
+/// Keys a block when decode_vector's chunks of keys of one (batch, head) run
+/// as one thread block cluster that merges them itself (attention_decode.cu),
+/// with no merge kernel after; 0 where they don't. The plan's `chunk` where
+/// it makes at most k_attention_max_cluster chunks of sk keys, else the
+/// fewest whole 32-key steps that do, up to k_attention_max_cluster_chunk.
+/// sm_90's clusters, and forced ("decode_cluster") until measured against the
+/// merge kernel.
+inline std::int64_t attention_decode_cluster_chunk(std::int64_t sk, std::int64_t chunk, bool sm90,
+                                                   std::string_view forced) {
+  if (forced != "decode_cluster" || !sm90 || sk <= 0 || chunk <= 0) return 0;
+  if ((sk + chunk - 1) / chunk <= k_attention_max_cluster) return chunk;
+  const std::int64_t widest = (sk + k_attention_max_cluster - 1) / k_attention_max_cluster;
+  const std::int64_t steps = (widest + 31) / 32 * 32;
+  return steps <= k_attention_max_cluster_chunk ? steps : 0;
 }
 
 /// The kernel and grid of an attention over batch x heads (batch_heads) of
