@@ -27,13 +27,6 @@
 namespace coolbench::engine::cuda {
 namespace {
 
-// What a kernel adds to its scores, fixed at compile time so that no score tests what it does
-// not have: nothing (GPT-2's causal flag at most, ViT), a bias whose rows run along the keys
-// with stride 1 and start 4 bytes aligned, read two keys a load at offsets known to the
-// compiler (BERT's padding bias), or anything (any strides, a mask), each score's bias and
-// mask found from runtime steps.
-enum class score_form : std::uint8_t { plain, bias_rows, general };
-
 // One tile of keys [n0, n0 + keys) for the warp's 16 rows (this thread's
 // two, as `rows` has them): scores on the tensor cores, adjusted, the
 // running maximum and sum updated, the output rescaled and the
@@ -44,26 +37,10 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
                                             const T* vs, std::int64_t n0, const attention_plan& p,
                                             const score_rows<T>& rows, mma::row_state<Dim>& r) {
   constexpr int keys = mma::keys_per_tile<Dim>, st = mma::stride<Dim>;
-  const int lane = threadIdx.x % 32, tig = lane % 4;
+  const int lane = threadIdx.x % 32;
   float s[keys / 8][4];
   float tile_peak[2] = {-INFINITY, -INFINITY};
-  // A row sees the tile's columns below visible (the keys, and the causal flag's limit).
-  int visible[2];
-  // The bias and mask of this thread's first column (tig * 2) in the tile.
-  const T* bias_at[2] = {nullptr, nullptr};
-  const bool* mask_at[2] = {nullptr, nullptr};
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const std::int64_t limit = rows.limit[i] - n0;
-    visible[i] = limit <= 0 ? 0 : limit >= keys ? keys : static_cast<int>(limit);
-    const std::int64_t first = n0 + tig * 2;
-    if constexpr (Form == score_form::bias_rows) {
-      bias_at[i] = rows.bias[i] + first;
-    } else if constexpr (Form == score_form::general) {
-      if (rows.bias[i] != nullptr) bias_at[i] = rows.bias[i] + first * rows.bias_step;
-      if (rows.mask[i] != nullptr) mask_at[i] = rows.mask[i] + first * rows.mask_step;
-    }
-  }
+  const tile_view<T> view = view_tile<T, keys, Form>(n0, rows);
 #pragma unroll
   for (int nt = 0; nt < keys / 8; ++nt) {
     s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0;
@@ -77,49 +54,7 @@ __device__ __forceinline__ void attend_tile(const std::uint32_t (&qa)[Dim / 16][
       mma::mma16816<T>(s[nt], qa[2 * kp + 1], b[2], b[3]);
     }
   }
-  // Scaled, biased or masked, and hidden past the visible keys: with FullTiles a tile every one
-  // of whose keys both rows see (all but a sequence's last, and the causal diagonal's) skips
-  // that test.
-  const auto adjust = [&](auto hiding) {
-    constexpr bool hide = decltype(hiding)::value;
-#pragma unroll
-    for (int nt = 0; nt < keys / 8; ++nt) {
-      // This thread's two adjacent keys of the 8 for each row, one 4-byte load a row; none
-      // past the visible keys (the last row's bias ends at sk, which bias_rows_pair_aligned
-      // keeps even).
-      [[maybe_unused]] std::uint32_t bias_pair[2] = {0, 0};
-      if constexpr (Form == score_form::bias_rows) {
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          if (!hide || tig * 2 + nt * 8 < visible[i]) {
-            bias_pair[i] = __ldg(reinterpret_cast<const unsigned*>(bias_at[i] + nt * 8));
-          }
-        }
-      }
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = e / 2, from_first = nt * 8 + e % 2;  // columns past this thread's first
-        float x = s[nt][e] * p.scale;
-        if (hide && tig * 2 + from_first >= visible[i]) {
-          x = -INFINITY;
-        } else if constexpr (Form == score_form::bias_rows) {
-          x += mma::unpack<T>(bias_pair[i], e % 2);
-        } else if constexpr (Form == score_form::general) {
-          if (bias_at[i] != nullptr) x += load(bias_at[i], from_first * rows.bias_step);
-          if (mask_at[i] != nullptr && mask_at[i][from_first * rows.mask_step] != p.mask_keeps) {
-            x = p.mask_value;
-          }
-        }
-        s[nt][e] = x;
-        tile_peak[i] = fmaxf(tile_peak[i], x);
-      }
-    }
-  };
-  if (FullTiles && visible[0] == keys && visible[1] == keys) {
-    adjust(std::false_type{});
-  } else {
-    adjust(std::true_type{});
-  }
+  adjust_scores<T, keys, Form, FullTiles>(s, view, p, rows, tile_peak);
   mma::softmax_step<Dim>(s, tile_peak, r);
 #pragma unroll
   for (int kk = 0; kk < keys / 16; ++kk) {

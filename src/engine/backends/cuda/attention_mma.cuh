@@ -388,6 +388,97 @@ __device__ __forceinline__ score_rows<T> rows_at(const attention_plan& p, const 
   return r;
 }
 
+// What a kernel adds to its scores, fixed at compile time so that no score tests what it does
+// not have: nothing (GPT-2's causal flag at most, ViT), a bias whose rows run along the keys
+// with stride 1 and start 4 bytes aligned, read two keys a load at offsets known to the
+// compiler (BERT's padding bias), or anything (any strides, a mask), each score's bias and
+// mask found from runtime steps.
+enum class score_form : std::uint8_t { plain, bias_rows, general };
+
+// A tile of keys [n0, n0 + Keys) as this thread's two rows see it: the tile's columns below
+// visible[i] (the keys, and the causal flag's limit), and the bias and mask of the thread's
+// first column (tig * 2) in the tile.
+template <class T>
+struct tile_view {
+  int visible[2];
+  const T* bias_at[2] = {nullptr, nullptr};
+  const bool* mask_at[2] = {nullptr, nullptr};
+};
+
+template <class T, int Keys, score_form Form>
+__device__ __forceinline__ tile_view<T> view_tile(std::int64_t n0, const score_rows<T>& rows) {
+  const int tig = static_cast<int>(threadIdx.x % 4);
+  tile_view<T> v;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const std::int64_t limit = rows.limit[i] - n0;
+    v.visible[i] = limit <= 0 ? 0 : limit >= Keys ? Keys : static_cast<int>(limit);
+    const std::int64_t first = n0 + tig * 2;
+    if constexpr (Form == score_form::bias_rows) {
+      v.bias_at[i] = rows.bias[i] + first;
+    } else if constexpr (Form == score_form::general) {
+      if (rows.bias[i] != nullptr) v.bias_at[i] = rows.bias[i] + first * rows.bias_step;
+      if (rows.mask[i] != nullptr) v.mask_at[i] = rows.mask[i] + first * rows.mask_step;
+    }
+  }
+  return v;
+}
+
+// A tile's scores `s` in accumulator fragments (s[nt][e]: row e / 2's key nt * 8 + tig * 2 +
+// e % 2 of the tile; mma.sync m16n8's layout, and wgmma's for each 8 columns) scaled, biased
+// or masked, and hidden past the visible keys; each row's largest of the tile into
+// tile_peak. With FullTiles a tile every one of whose keys both rows see (all but a sequence's
+// last, and the causal diagonal's) skips that test.
+template <class T, int Keys, score_form Form, bool FullTiles>
+__device__ __forceinline__ void adjust_scores(float (&s)[Keys / 8][4], const tile_view<T>& view,
+                                              const attention_plan& p, const score_rows<T>& rows,
+                                              float (&tile_peak)[2]) {
+  const int tig = static_cast<int>(threadIdx.x % 4);
+  const int(&visible)[2] = view.visible;
+  const T* const(&bias_at)[2] = view.bias_at;
+  const bool* const(&mask_at)[2] = view.mask_at;
+  const auto adjust = [&](auto hiding) {
+    constexpr bool hide = decltype(hiding)::value;
+#pragma unroll
+    for (int nt = 0; nt < Keys / 8; ++nt) {
+      // This thread's two adjacent keys of the 8 for each row, one 4-byte load a row; none
+      // past the visible keys (the last row's bias ends at sk, which bias_rows_pair_aligned
+      // keeps even).
+      [[maybe_unused]] std::uint32_t bias_pair[2] = {0, 0};
+      if constexpr (Form == score_form::bias_rows) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          if (!hide || tig * 2 + nt * 8 < visible[i]) {
+            bias_pair[i] = __ldg(reinterpret_cast<const unsigned*>(bias_at[i] + nt * 8));
+          }
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = e / 2, from_first = nt * 8 + e % 2;  // columns past this thread's first
+        float x = s[nt][e] * p.scale;
+        if (hide && tig * 2 + from_first >= visible[i]) {
+          x = -INFINITY;
+        } else if constexpr (Form == score_form::bias_rows) {
+          x += mma::unpack<T>(bias_pair[i], e % 2);
+        } else if constexpr (Form == score_form::general) {
+          if (bias_at[i] != nullptr) x += load(bias_at[i], from_first * rows.bias_step);
+          if (mask_at[i] != nullptr && mask_at[i][from_first * rows.mask_step] != p.mask_keeps) {
+            x = p.mask_value;
+          }
+        }
+        s[nt][e] = x;
+        tile_peak[i] = fmaxf(tile_peak[i], x);
+      }
+    }
+  };
+  if (FullTiles && visible[0] == Keys && visible[1] == Keys) {
+    adjust(std::false_type{});
+  } else {
+    adjust(std::true_type{});
+  }
+}
+
 // A warp's 16 finished rows (this thread's r0 and r0 + 8 of the block),
 // normalised, into `out`: two adjacent columns a store where they can go
 // together.
