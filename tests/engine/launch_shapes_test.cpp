@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -87,6 +88,7 @@ std::int64_t rows_of(attention_kernel k) {
     case attention_kernel::mma_split_keys: return 16;
     case attention_kernel::mma_halves: return 64;
     case attention_kernel::tf32x3_rows64: return 64;
+    case attention_kernel::wgmma_rows128: return 128;
     case attention_kernel::decode_split:
     case attention_kernel::decode_vector:
     case attention_kernel::decode_cluster: break;
@@ -252,11 +254,12 @@ TEST(launch_shapes, attention_fma_takes_64_rows_where_they_make_a_block_an_sm) {
 }
 
 TEST(launch_shapes, attention_grids_cover_every_query_row_once) {
-  for (const char* forced : {"", "fma", "fma32", "fma64", "mma", "split_keys", "tf32x3"}) {
+  for (const char* forced : {"", "fma", "fma32", "fma64", "mma", "split_keys", "tf32x3", "wgmma"}) {
     for (const bool tensor_cores : {false, true}) {
       for (const bool float32 : {false, true}) {
-        for (const std::int64_t sq : {2, 7, 16, 17, 64, 65, 128, 197, 1024}) {
-          const auto l = plan_attention(3, sq, sq, tensor_cores, k_h200_sms, forced, float32);
+        for (const std::int64_t sq : {2, 7, 16, 17, 64, 65, 127, 128, 129, 197, 1024}) {
+          const auto l =
+              plan_attention(3, sq, sq, tensor_cores, k_h200_sms, forced, float32, !float32);
           const std::int64_t rows = rows_of(l.kernel);
           EXPECT_GE(l.blocks_y * rows, sq) << forced << " " << sq << " " << float32;
           EXPECT_LT((l.blocks_y - 1) * rows, sq) << forced << " " << sq << " " << float32;
@@ -265,6 +268,88 @@ TEST(launch_shapes, attention_grids_cover_every_query_row_once) {
       }
     }
   }
+}
+
+// A [batch, heads, rows, head_dim] tensor's element strides, dense.
+std::array<std::int64_t, 3> dense_strides(std::int64_t heads, std::int64_t rows,
+                                          std::int64_t head_dim) {
+  return {heads * rows * head_dim, rows * head_dim, head_dim};
+}
+
+constexpr std::uintptr_t k_aligned = 0x10000;  // an address on a 16-byte boundary
+
+TEST(launch_shapes, attention_wgmma_fits_16_bit_rows_of_16_byte_pieces_on_sm90_alone) {
+  const auto dense = dense_strides(12, 128, 64);
+  const auto fits = [&](bool built, int major, int minor, std::size_t bytes, std::int64_t d,
+                        std::array<std::int64_t, 3> q, std::array<std::int64_t, 3> k,
+                        std::array<std::int64_t, 3> v, std::uintptr_t qa = k_aligned,
+                        std::uintptr_t ka = k_aligned, std::uintptr_t va = k_aligned) {
+    return attention_wgmma_fits(built, major, minor, bytes, d, q, k, v, qa, ka, va);
+  };
+  EXPECT_TRUE(fits(true, 9, 0, 2, 64, dense, dense, dense));
+  const auto wide = dense_strides(12, 128, 128);
+  EXPECT_TRUE(fits(true, 9, 0, 2, 128, wide, wide, wide));
+  // Head dims of whole 16-byte pieces below 64 and 128 (columns zero-filled): 8, 40, 80, 96.
+  for (const std::int64_t d : {8, 40, 80, 96}) {
+    const auto s = dense_strides(3, 7, d);
+    EXPECT_TRUE(fits(true, 9, 0, 2, d, s, s, s)) << d;
+  }
+  // Broadcast K and V (batch or head stride 0), and the QKV projection's views: heads 64
+  // elements apart in rows of 3 x 12 x 64.
+  EXPECT_TRUE(fits(true, 9, 0, 2, 64, dense, {0, 128 * 64, 64}, {128 * 64, 0, 64}));
+  const std::array<std::int64_t, 3> view = {128 * 3 * 768, 64, 3 * 768};
+  EXPECT_TRUE(
+      fits(true, 9, 0, 2, 64, view, view, view, k_aligned, k_aligned + 1536, k_aligned + 3072));
+  // Not built (no sm_90 among the architectures), not compute capability 9.0 (sm_90a code runs
+  // there alone), float32.
+  EXPECT_FALSE(fits(false, 9, 0, 2, 64, dense, dense, dense));
+  EXPECT_FALSE(fits(true, 8, 0, 2, 64, dense, dense, dense));
+  EXPECT_FALSE(fits(true, 10, 0, 2, 64, dense, dense, dense));
+  EXPECT_FALSE(fits(true, 9, 1, 2, 64, dense, dense, dense));
+  EXPECT_FALSE(fits(true, 9, 0, 4, 64, dense, dense, dense));
+  // Head dims of no whole 16-byte pieces, or past 128.
+  for (const std::int64_t d : {0, 4, 36, 100, 136, 256}) {
+    const auto s = dense_strides(3, 7, d);
+    EXPECT_FALSE(fits(true, 9, 0, 2, d, s, s, s)) << d;
+  }
+  // A stride of q, k or v off the 16-byte pieces (batch, head or row), or a misaligned address.
+  EXPECT_FALSE(fits(true, 9, 0, 2, 64, {12 * 128 * 64, 128 * 64, 68}, dense, dense));
+  EXPECT_FALSE(fits(true, 9, 0, 2, 64, dense, {12 * 128 * 64 + 4, 128 * 64, 64}, dense));
+  EXPECT_FALSE(fits(true, 9, 0, 2, 64, dense, dense, {12 * 128 * 64, 128 * 64 + 2, 64}));
+  EXPECT_FALSE(fits(true, 9, 0, 2, 64, dense, dense, dense, k_aligned + 8));
+  EXPECT_FALSE(fits(true, 9, 0, 2, 64, dense, dense, dense, k_aligned, k_aligned + 2));
+  EXPECT_FALSE(fits(true, 9, 0, 2, 64, dense, dense, dense, k_aligned, k_aligned, k_aligned + 4));
+}
+
+TEST(launch_shapes, attention_takes_wgmma_only_forced_and_where_it_fits) {
+  // Forced where it fits: 128-row blocks, whatever the default would take.
+  for (const auto& [bh, s] : {std::pair<std::int64_t, std::int64_t>{12, 128},
+                              {12, 1024},
+                              {96, 1024},
+                              {384, 197},
+                              {3, 2},
+                              {3, 129}}) {
+    const auto l = plan_attention(bh, s, s, true, k_h200_sms, "wgmma", false, true);
+    EXPECT_EQ(l.kernel, attention_kernel::wgmma_rows128) << bh << " " << s;
+    EXPECT_EQ(l.blocks_x, bh);
+    EXPECT_EQ(l.blocks_y, (s + 127) / 128) << bh << " " << s;
+    // Not forced, it fitting or not: never picked (it has not run on a GPU yet).
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "", false, true).kernel,
+              plan_attention(bh, s, s, true, k_h200_sms, "").kernel)
+        << bh << " " << s;
+    // Forced where it does not fit: the kernel the default picks.
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "wgmma", false, false).kernel,
+              plan_attention(bh, s, s, true, k_h200_sms, "").kernel)
+        << bh << " " << s;
+  }
+  // Float32, no sm_90 (or bias or mask steps past the tensor-core kernels'), decode: the
+  // kernels that run there, whatever wgmma_fits says.
+  EXPECT_EQ(plan_attention(96, 1024, 1024, true, k_h200_sms, "wgmma", true, true).kernel,
+            attention_kernel::tf32x3_rows64);
+  EXPECT_EQ(plan_attention(12, 128, 128, false, k_h200_sms, "wgmma", false, true).kernel,
+            attention_kernel::fma_tiled32);
+  EXPECT_EQ(plan_attention(12, 1, 1024, true, k_h200_sms, "wgmma", false, true).kernel,
+            attention_kernel::decode_split);
 }
 
 TEST(launch_shapes, attention_decode_splits_the_keys_over_blocks) {

@@ -7,12 +7,14 @@
 // output from 16-byte shared loads (register tiling). With the causal flag
 // the tiles past a block's last visible key are never loaded.
 //
-// The tensor-core kernels for float16 and bfloat16 are in attention_mma.cu,
+// The tensor-core kernels for float16 and bfloat16 are in attention_mma.cu
+// (and, forced only, the Hopper wgmma one in attention_wgmma.cu),
 // float32's 3xTF32 one in attention_tf32.cu (where 64-row blocks fill the
 // SMs; this kernel below that), decode's (one query row) in
 // attention_decode.cu; launch_shapes.hpp picks the kernel and grid.
 #include <cfloat>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -306,27 +308,55 @@ void launch_fma(const T* q, const T* k, const T* v, const T* bias, const bool* m
   }
 }
 
+// Whether this build has attention_wgmma.cu's sm_90a kernel (src/engine/CMakeLists.txt defines
+// COOLBENCH_ATTENTION_WGMMA where sm_90 is among the CUDA architectures).
+#if defined(COOLBENCH_ATTENTION_WGMMA)
+constexpr bool k_wgmma_built = true;
+#else
+constexpr bool k_wgmma_built = false;
+#endif
+
 // The kernel for a plan: the tensor cores where their sm_90 code is (the
 // PTX the project also ships is for compute_75, without mma), float32's in
 // 3xTF32 where it has the blocks, decode's 16-byte kernel where K's and V's
-// layout allows; COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64, tf32x3, mma, halves or
-// split_keys forces one (launch_shapes.hpp), decode_scalar decode's kernel of
-// an element a load, and COOLBENCH_ATTENTION_SCORES=general the tensor-core
-// kernels' general score form (attention_mma.cu), for comparisons and tests.
-attention_launch choose(const attention_plan& p, dtype type, const void* k, const void* v) {
+// layout allows; COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64, tf32x3, mma, halves,
+// split_keys or wgmma forces one (launch_shapes.hpp; wgmma where attention_wgmma_fits, else
+// the kernel picked), decode_scalar decode's kernel of an element a load, and
+// COOLBENCH_ATTENTION_SCORES=general the tensor-core kernels' general score form
+// (attention_mma.cu), for comparisons and tests.
+attention_launch choose(const attention_plan& p, dtype type, const void* q, const void* k,
+                        const void* v) {
   const bool sixteen_bits = type != dtype::float32;
   const char* env = std::getenv("COOLBENCH_ATTENTION_KERNEL");
   const std::string_view forced = env == nullptr ? "" : env;
-  int device = 0, major = 0, sms = 0;
+  int device = 0, major = 0, minor = 0, sms = 0;
   COOLBENCH_CUDA_CALL(cudaGetDevice(&device));
   COOLBENCH_CUDA_CALL(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  COOLBENCH_CUDA_CALL(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   COOLBENCH_CUDA_CALL(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   // The tensor-core kernels step along a bias or mask row by 32-bit offsets (attention_mma.cu).
   constexpr std::int64_t step_limit = std::int64_t{1} << 24;
   const bool steps_fit =
       std::llabs(p.bias_stride[3]) < step_limit && std::llabs(p.mask_stride[3]) < step_limit;
+  if (forced == "wgmma" && !k_wgmma_built) {
+    // Once a process: a forced kernel that silently is another would mislead a comparison.
+    static const bool told = [] {
+      std::fprintf(stderr,
+                   "coolbench: COOLBENCH_ATTENTION_KERNEL=wgmma, but this build has no sm_90a "
+                   "attention kernel (sm_90 is not among CMAKE_CUDA_ARCHITECTURES); attention "
+                   "takes the kernel it picks\n");
+      return true;
+    }();
+    static_cast<void>(told);
+  }
+  const bool wgmma_fits =
+      forced == "wgmma" &&
+      attention_wgmma_fits(k_wgmma_built, major, minor, size_of(type), p.head_dim, p.q_stride,
+                           p.k_stride, p.v_stride, reinterpret_cast<std::uintptr_t>(q),
+                           reinterpret_cast<std::uintptr_t>(k),
+                           reinterpret_cast<std::uintptr_t>(v));
   attention_launch l = plan_attention(p.batch * p.heads, p.sq, p.sk, major == 9 && steps_fit, sms,
-                                      forced, !sixteen_bits);
+                                      forced, !sixteen_bits, wgmma_fits);
   if (l.kernel == attention_kernel::decode_split && forced != "decode_scalar" &&
       attention_decode_vector_fits(p.head_dim, size_of(type), p.k_stride, p.v_stride,
                                    reinterpret_cast<std::uintptr_t>(k),
@@ -367,7 +397,7 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
     COOLBENCH_CUDA_CALL(cudaMemsetAsync(out, 0, rows * plan.sq * plan.head_dim * size_of(type), s));
     return;
   }
-  const attention_launch l = choose(plan, type, k, v);
+  const attention_launch l = choose(plan, type, q, k, v);
   if (l.blocks_y > 65535) {  // the grid's y limit: query tiles, or decode's chunks of keys
     throw invalid_argument("attention: " + std::to_string(plan.sq) + " queries over " +
                            std::to_string(plan.sk) + " keys need " + std::to_string(l.blocks_y) +
@@ -378,6 +408,15 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
       l.kernel == attention_kernel::mma_halves) {
     launch_mma_attention(type, q, k, v, bias, mask, out, plan, l, stream);
     return;
+  }
+  if (l.kernel == attention_kernel::wgmma_rows128) {
+#if defined(COOLBENCH_ATTENTION_WGMMA)
+    launch_wgmma_attention(type, q, k, v, bias, mask, out, plan, l, stream);
+    return;
+#else
+    throw invalid_argument(  // choose() takes it only where it is built
+        "attention: the wgmma kernel was chosen, but this build has no sm_90a code for it");
+#endif
   }
   if (l.kernel == attention_kernel::tf32x3_rows64) {
     launch_tf32_attention(static_cast<const float*>(q), static_cast<const float*>(k),

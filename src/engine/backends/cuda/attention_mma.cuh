@@ -26,6 +26,13 @@ void launch_mma_attention(dtype type, const void* q, const void* k, const void* 
                           const bool* mask, void* out, const attention_plan& p,
                           const attention_launch& l, void* stream);
 
+/// The Hopper kernel (attention_kernel::wgmma_rows128) over float16 or bfloat16 q, k, v
+/// (attention_wgmma.cu): built only where sm_90 is among the CUDA architectures
+/// (COOLBENCH_ATTENTION_WGMMA defined), run only where attention_wgmma_fits.
+void launch_wgmma_attention(dtype type, const void* q, const void* k, const void* v,
+                            const void* bias, const bool* mask, void* out, const attention_plan& p,
+                            const attention_launch& l, void* stream);
+
 /// The float32 tensor-core kernel (tf32x3_rows64) over float32 q, k, v
 /// (attention_tf32.cu): each product as three TF32 products; sm_90 only.
 void launch_tf32_attention(const float* q, const float* k, const float* v, const float* bias,

@@ -122,6 +122,7 @@ enum class attention_kernel {
   mma_split_keys,  // tensor cores: 16 query rows a block, the warps split the keys
   mma_halves,      // tensor cores: 64 query rows a block of 8 warps, two halves of the keys
   tf32x3_rows64,   // float32 on the tensor cores (3xTF32), 64 query rows a block
+  wgmma_rows128,   // Hopper's wgmma (sm_90a): 128 query rows a block of two warpgroups, forced only
 };
 
 struct attention_launch {
@@ -162,6 +163,33 @@ inline bool attention_decode_vector_fits(std::int64_t head_dim, std::size_t elem
   return k % 16 == 0 && v % 16 == 0;
 }
 
+/// Query rows a block of the wgmma kernel (attention_wgmma.cu): 64 for each of two warpgroups.
+inline constexpr std::int64_t k_attention_wgmma_rows = 128;
+
+/// Whether attention_wgmma.cu's kernel (attention_kernel::wgmma_rows128) can take an
+/// attention: its sm_90a code in this build (`built`: sm_90 among the CUDA architectures), a
+/// GPU of compute capability 9.0 exactly (sm_90a code runs there alone), a 16-bit dtype
+/// (`element_bytes` 2), a head dim of whole 16-byte pieces up to 128 (cp.async copies 16 bytes;
+/// the columns past it, up to 64 or 128, are zero-filled), and q's, k's and v's addresses and
+/// strides over batch, heads and rows (0 where broadcast) on 16-byte boundaries. The output,
+/// the bias and the mask take any layout (attention_mma.cuh's store_rows and general score form;
+/// plan_attention's `tensor_cores` has kept the bias and mask steps below 2^24).
+inline bool attention_wgmma_fits(bool built, int major, int minor, std::size_t element_bytes,
+                                 std::int64_t head_dim, std::span<const std::int64_t, 3> q_stride,
+                                 std::span<const std::int64_t, 3> k_stride,
+                                 std::span<const std::int64_t, 3> v_stride, std::uintptr_t q,
+                                 std::uintptr_t k, std::uintptr_t v) {
+  if (!built || major != 9 || minor != 0 || element_bytes != 2) return false;
+  constexpr std::int64_t piece = 8;  // 16-bit elements in 16 bytes
+  if (head_dim <= 0 || head_dim > 128 || head_dim % piece != 0) return false;
+  for (int i = 0; i < 3; ++i) {
+    if (q_stride[i] % piece != 0 || k_stride[i] % piece != 0 || v_stride[i] % piece != 0) {
+      return false;
+    }
+  }
+  return q % 16 == 0 && k % 16 == 0 && v % 16 == 0;
+}
+
 /// The most blocks a thread block cluster may hold on every GPU that has
 /// clusters (sm_90's portable size).
 inline constexpr std::int64_t k_attention_max_cluster = 8;
@@ -199,7 +227,9 @@ inline std::int64_t attention_decode_cluster_chunk(std::int64_t sk, std::int64_t
 /// decode_vector where attention_decode_vector_fits and "decode_scalar" is
 /// not forced; "tf32x3" takes float32 onto the tensor cores in 3xTF32,
 /// attention_tf32.cu, as PyTorch's float32 attention computes; a name of
-/// the other dtype's kernels picks as "" does). Float32 takes 3xTF32 where
+/// the other dtype's kernels picks as "" does; "wgmma" takes 16-bit prefill onto
+/// attention_wgmma.cu's kernel where `wgmma_fits` (attention_wgmma_fits), else picks as ""
+/// does: forced only, never picked, until it has run on a GPU). Float32 takes 3xTF32 where
 /// 64-row blocks are at least the SMs, else the FMA kernel: attention_bench
 /// on an H100 (2026-12-07, one process) had 3xTF32 1.18-1.33x faster at
 /// 192-1536 blocks (GPT-2 at batch 8 x 128, 1 x 1024, 8 x 1024; BERT and ViT
@@ -233,7 +263,7 @@ inline std::int64_t attention_decode_cluster_chunk(std::int64_t sk, std::int64_t
 /// against 19.1 and 42.2. Between 1.5 and 12 blocks an SM it is not measured.
 inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq, std::int64_t sk,
                                        bool tensor_cores, int sms, std::string_view forced,
-                                       bool float32 = false) {
+                                       bool float32 = false, bool wgmma_fits = false) {
   attention_launch l;
   l.blocks_x = batch_heads;
   const auto tiles = [&](std::int64_t rows) { return (sq + rows - 1) / rows; };
@@ -256,7 +286,13 @@ inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq
     l.blocks_y = tiles(rows64 ? 64 : 32);
     return l;
   }
-  // Any other name (another dtype's kernel, decode_scalar) picks as "" does.
+  if (forced == "wgmma" && wgmma_fits) {
+    l.kernel = attention_kernel::wgmma_rows128;
+    l.blocks_y = tiles(k_attention_wgmma_rows);
+    return l;
+  }
+  // Any other name (another dtype's kernel, decode_scalar, wgmma where it does not fit) picks
+  // as "" does.
   const bool picks = forced != "mma" && forced != "halves" && forced != "split_keys";
   const bool few = blocks64 < sms && sq * sk <= 256 * 256;
   const bool split = forced == "split_keys" || (picks && few);

@@ -1,0 +1,155 @@
+// coolbench.Attention's Hopper prefill kernel (float16, bfloat16): both
+// products on wgmma (sm_90a: this file alone is built for 90a-real,
+// src/engine/CMakeLists.txt). Forced only (COOLBENCH_ATTENTION_KERNEL=wgmma,
+// where attention_wgmma_fits: launch_shapes.hpp) until it has run on a GPU.
+//
+// A block of 256 threads (two warpgroups) takes 128 query rows of one
+// (batch, head), 64 a warpgroup, and walks the keys in tiles of 128, both
+// warpgroups sharing each K and V tile, the next tile's copies (cp.async,
+// 16 bytes a thread) in flight in the other of two stages while this one is
+// worked on. Per tile, each warpgroup: scores = Q Kᵀ (Q and K from shared
+// memory, head dim / 16 wgmmas of m64n128k16), the score adjustment and
+// online softmax of attention_mma.cuh on the accumulators as they are (their
+// layout is mma.sync's for each 8 columns), the probabilities packed to
+// 16 bits in place as the A registers of output += P V (V read transposed
+// from shared memory, 8 wgmmas of m64n{head dim}k16). Each product is waited
+// for before the next step (the memo's Step A: no overlap of the softmax
+// with the products yet). With the causal flag a block walks only up to its
+// last row's last visible key, and a warpgroup whose rows see none of a tile
+// skips it (the diagonal's tiles mask per score).
+//
+// Tiles in shared memory: wgmma.cuh's swizzled layout, every tile 1024-byte
+// aligned: Q [head dim / 64][128 rows][64], then two stages of K and V, each
+// [head dim / 64][128 keys][64]: 80 KB at head dim 64, 160 KB at 128.
+#include "engine/backends/cuda/attention_common.cuh"
+#include "engine/backends/cuda/attention_mma.cuh"
+#include "engine/backends/cuda/wgmma.cuh"
+
+namespace coolbench::engine::cuda {
+namespace {
+
+constexpr int k_block_rows = 128;  // query rows a block
+constexpr int k_warpgroup_rows = 64;
+constexpr int k_tile_keys = 128;
+constexpr int k_block_threads = 2 * wgmma::k_warpgroup_threads;
+
+template <int Dim>
+constexpr std::uint32_t q_bytes = k_block_rows* Dim * 2;
+template <int Dim>
+constexpr std::uint32_t kv_bytes = k_tile_keys* Dim * 2;  // one K or V tile
+// Q and two stages of K and V, plus the 1024 bytes the base may need to reach alignment.
+template <int Dim>
+constexpr std::size_t shared_bytes = q_bytes<Dim> + 4 * std::size_t{kv_bytes<Dim>} + 1024;
+static_assert(shared_bytes<128> <= 227 * 1024, "an H100's shared memory a block");
+
+// One block an SM (80 or 160 KB of shared memory), so the registers may take 255 a thread: the
+// scores (64 a thread), the output (32 or 64) and the packed probabilities (32) live together.
+template <class T, int Dim, score_form Form>
+__global__ void __launch_bounds__(k_block_threads, 1)
+    wgmma_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
+                 attention_plan p) {
+  extern __shared__ unsigned char wgmma_shared[];
+  // The swizzle's phase follows the absolute shared address: the tiles start on a 1024-byte
+  // boundary, rounded up here (__align__ on the extern array is no promise).
+  const std::uint32_t q_tile = (wgmma::shared_address(wgmma_shared) + 1023U) & ~1023U;
+  const auto k_tile = [&](int stage) {
+    return q_tile + q_bytes<Dim> + static_cast<std::uint32_t>(stage) * 2 * kv_bytes<Dim>;
+  };
+  const block_at at = locate(p, k_block_rows, true);
+  const T* kb = k + at.b * p.k_stride[0] + at.h * p.k_stride[1];
+  const T* vb = v + at.b * p.v_stride[0] + at.h * p.v_stride[1];
+  const int thread = static_cast<int>(threadIdx.x), lane = thread % 32;
+  const int warpgroup = thread / wgmma::k_warpgroup_threads;
+  const int first_row = warpgroup * k_warpgroup_rows;  // the warpgroup's, in the block
+  const int r0 = first_row + (thread % wgmma::k_warpgroup_threads) / 32 * 16 + lane / 4;
+  const auto copy_keys = [&](std::int64_t n0, int stage) {
+    wgmma::copy_swizzled<T, Dim, k_tile_keys, k_block_threads>(k_tile(stage), kb, n0, p.sk,
+                                                               p.head_dim, p.k_stride[2], thread);
+    wgmma::copy_swizzled<T, Dim, k_tile_keys, k_block_threads>(
+        k_tile(stage) + kv_bytes<Dim>, vb, n0, p.sk, p.head_dim, p.v_stride[2], thread);
+  };
+  wgmma::copy_swizzled<T, Dim, k_block_rows, k_block_threads>(
+      q_tile, q + at.b * p.q_stride[0] + at.h * p.q_stride[1], at.m0, p.sq, p.head_dim,
+      p.q_stride[2], thread);
+  if (at.end > 0) copy_keys(0, 0);  // in flight with the query rows
+  wgmma::commit_copies();
+  const score_rows<T> rows = rows_at(p, at, at.m0 + r0, bias, mask);
+  // One past the last key any row of this warpgroup sees (none where its rows all lie past sq):
+  // the same for its 128 threads, so its wgmmas stay convergent.
+  std::int64_t warpgroup_end = at.end;
+  const std::int64_t warpgroup_m0 = at.m0 + first_row;
+  if (warpgroup_m0 >= p.sq) {
+    warpgroup_end = 0;
+  } else if (p.causal) {
+    const std::int64_t last = warpgroup_m0 + k_warpgroup_rows - 1 + p.sk - p.sq;
+    warpgroup_end = last + 1 < warpgroup_end ? last + 1 : warpgroup_end;
+  }
+  mma::row_state<Dim> r;
+  int stage = 0;
+  for (std::int64_t n0 = 0; n0 < at.end; n0 += k_tile_keys, stage ^= 1) {
+    wgmma::wait_copies_for_wgmma();  // this tile's copies (the first time, the query rows too)
+    // Every thread's copies of this tile are in, and both warpgroups are done with the other
+    // stage (their products on the previous tile were waited for): the next tile goes there.
+    __syncthreads();
+    if (n0 + k_tile_keys < at.end) copy_keys(n0 + k_tile_keys, stage ^ 1);
+    wgmma::commit_copies();
+    if (n0 >= warpgroup_end) continue;
+    float s[k_tile_keys / 8][4];
+    wgmma::scores<T, Dim, k_tile_keys, k_block_rows>(s, q_tile, first_row, k_tile(stage));
+    float tile_peak[2] = {-INFINITY, -INFINITY};
+    const tile_view<T> view = view_tile<T, k_tile_keys, Form>(n0, rows);
+    // The general form always tests, as rows64_kernel's: one copy of its long adjustment.
+    adjust_scores<T, k_tile_keys, Form, Form != score_form::general>(s, view, p, rows, tile_peak);
+    mma::softmax_step<Dim>(s, tile_peak, r);
+    std::uint32_t probabilities[k_tile_keys / 16][4];
+    wgmma::pack_probabilities<T, k_tile_keys>(s, probabilities);
+    wgmma::accumulate<T, Dim, k_tile_keys>(r.o, probabilities, k_tile(stage) + kv_bytes<Dim>);
+  }
+  wgmma::wait_copies_for_wgmma();  // the query rows' copies, where no row sees a key
+  store_rows<T, Dim>(r, p, at, r0, lane % 4, out);
+}
+
+template <class T, int Dim, score_form Form>
+void launch_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
+                   const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
+  const auto kernel = wgmma_kernel<T, Dim, Form>;
+  constexpr std::size_t bytes = shared_bytes<Dim>;
+  COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(bytes)));
+  const dim3 grid(static_cast<unsigned>(l.blocks_x), static_cast<unsigned>(l.blocks_y));
+  kernel<<<grid, k_block_threads, bytes, stream>>>(q, k, v, bias, mask, out, p);
+  check_launch();
+}
+
+// Two score forms for now (compile time): none (no bias, no mask) and the general one, which
+// takes any bias or mask (BERT's padding bias too, where the mma kernels take bias_rows).
+template <class T, int Dim>
+void launch(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
+            const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
+  if (!l.general_scores && bias == nullptr && mask == nullptr) {
+    launch_kernel<T, Dim, score_form::plain>(q, k, v, bias, mask, out, p, l, stream);
+  } else {
+    launch_kernel<T, Dim, score_form::general>(q, k, v, bias, mask, out, p, l, stream);
+  }
+}
+
+}  // namespace
+
+void launch_wgmma_attention(dtype type, const void* q, const void* k, const void* v,
+                            const void* bias, const bool* mask, void* out, const attention_plan& p,
+                            const attention_launch& l, void* stream) {
+  dispatch(type, type_list<__half, __nv_bfloat16>{}, [&](auto t) {
+    using T = typename decltype(t)::type;
+    const auto args = [&](auto run) {
+      run(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+          static_cast<const T*>(bias), mask, static_cast<T*>(out), p, l, as_stream(stream));
+    };
+    if (p.head_dim <= 64) {
+      args(launch<T, 64>);
+    } else {
+      args(launch<T, 128>);
+    }
+  });
+}
+
+}  // namespace coolbench::engine::cuda
