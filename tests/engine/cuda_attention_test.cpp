@@ -5,7 +5,8 @@
 // 0, 1, 2, 37, 128 and 1000 keys at batch > 1; every allocation
 // poisoned), each case on every kernel that can take it (the FMA kernel,
 // and for 16-bit the tensor-core kernels with 64-row tiles and with split
-// keys), and whole models fused on cuda:0 against the CPU. Needs a GPU
+// keys, and the Hopper wgmma kernel over its block edges too), and whole
+// models fused on cuda:0 against the CPU. Needs a GPU
 // (ctest label gpu); skips without one.
 #include <gtest/gtest.h>
 
@@ -116,12 +117,24 @@ void expect_close(const tensor& got, const tensor& want, const std::string& what
 // 64-row tiles, "halves" the same with 8 warps in two groups walking
 // alternate key tiles, "split_keys" the one with 16-row blocks whose warps
 // split the keys (all 16-bit, sm_90), "tf32x3" float32's tensor-core kernel
-// (sm_90); "default" lets the backend pick (launch_shapes.hpp). " general" runs the
-// tensor-core kernels' scores in their general form (COOLBENCH_ATTENTION_SCORES), where by default
-// no bias takes the plain form and a bias of an even Sk the bias_rows form.
-const char* const k_kernels[] = {
-    "default", "fma32",      "fma64",       "tf32x3",         "mma",
-    "halves",  "split_keys", "mma general", "halves general", "split_keys general"};
+// (sm_90), "wgmma" the 16-bit Hopper kernel on wgmma (sm_90a; where attention_wgmma_fits,
+// else the kernel the backend picks: head dims 36, the QKV views of head dim 36 and decode
+// take that fallback here); "default" lets the backend pick (launch_shapes.hpp). " general"
+// runs the tensor-core kernels' scores in their general form (COOLBENCH_ATTENTION_SCORES),
+// where by default no bias takes the plain form and a bias of an even Sk the bias_rows form
+// (the wgmma kernel has the plain and general forms alone).
+const char* const k_kernels[] = {"default",
+                                 "fma32",
+                                 "fma64",
+                                 "tf32x3",
+                                 "mma",
+                                 "halves",
+                                 "split_keys",
+                                 "wgmma",
+                                 "mma general",
+                                 "halves general",
+                                 "split_keys general",
+                                 "wgmma general"};
 
 void select_kernel(const std::string& kernel) {
   const auto space = kernel.find(' ');
@@ -248,6 +261,41 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
                                  std::to_string(static_cast<int>(c.mask)) +
                                  (c.left_padded ? " left-padded" : "");
         check_kernel(s, *cpu, gpu, what);
+      }
+    }
+  }
+  select_kernel("default");
+}
+
+// The wgmma kernel (forced) over its block's edges: 128-row blocks of two 64-row warpgroups and
+// 128-key tiles, so query counts and pasts on either side of 64 and 128 (a warpgroup past sq, a
+// partial last tile, the causal diagonal crossing a tile), at batch 2 x 3 heads, head dims 64
+// and 128, with no mask, the causal flag, a mask input and a bias, both 16-bit dtypes.
+TEST(cuda_attention, wgmma_kernel_over_its_block_edges) {
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+  const auto cpu = make_backend("cpu");
+  const auto gpu_backend = make_backend("cuda:0");
+  auto& gpu = dynamic_cast<cuda::cuda_backend&>(*gpu_backend);
+  gpu.poison_allocations(true);
+  select_kernel("wgmma");
+  for (const dtype type : {dtype::float16, dtype::bfloat16}) {
+    for (const std::int64_t sq : {2, 63, 64, 65, 127, 128, 129, 300}) {
+      for (const std::int64_t past : {0, 5, 200}) {
+        for (const std::int64_t head_dim : {64, 128}) {
+          for (const auto mask :
+               {mask_kind::none, mask_kind::causal_where, mask_kind::causal_add, mask_kind::bias}) {
+            attention_spec s;
+            s.type = type, s.batch = 2, s.heads = 3, s.sq = sq, s.sk = sq + past;
+            s.head_dim = head_dim, s.mask = mask;
+            s.causal_as_input = mask == mask_kind::causal_add;
+            s.split_scale = mask == mask_kind::causal_add;
+            check_kernel(s, *cpu, gpu,
+                         std::string("wgmma ") + std::string(to_string(type)) + " 2 x 3 sq " +
+                             std::to_string(sq) + " past " + std::to_string(past) + " d " +
+                             std::to_string(head_dim) + " mask " +
+                             std::to_string(static_cast<int>(mask)));
+          }
+        }
       }
     }
   }
