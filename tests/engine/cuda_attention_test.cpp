@@ -339,11 +339,13 @@ TEST(cuda_attention, decode_over_past_lengths_and_batches) {
   }
   cases.push_back({4, 32, 1000, 64});
   // By default these layouts take the 16-byte kernel (lane groups of 4 to 32, the head dims of
-  // 40 and 80 leaving lanes idle); "decode_scalar" forces the kernel of an element a load;
-  // "decode_cluster" merges the chunks in a thread block cluster of at most 8, widening them
-  // where the plan had more (clusters of 1, 2, 4 and 5 blocks here; after 1,000 keys, 8 of 128
-  // keys at 3 x 5 where the plan has 32 of 32, and 4 of 256 at 4 x 32).
-  for (const char* kernel : {"default", "decode_scalar", "decode_cluster"}) {
+  // 40 and 80 leaving lanes idle), its chunks merged in a thread block cluster of at most 8
+  // where the grid is small (on sm_90: every 3 x 5 case here; after 1,000 keys 8 chunks of 128
+  // keys where the plan has 32 of 32) and by the merge kernel otherwise (4 x 32 after 1,000
+  // keys: 512 blocks); "decode_scalar" forces the kernel of an element a load, "decode_vector"
+  // the 16-byte one with the merge kernel, "decode_cluster" the clusters (4 of 256 keys at
+  // 4 x 32 too).
+  for (const char* kernel : {"default", "decode_scalar", "decode_vector", "decode_cluster"}) {
     select_kernel(kernel);
     for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
       for (const auto& c : cases) {

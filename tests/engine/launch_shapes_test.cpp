@@ -369,33 +369,43 @@ TEST(launch_shapes, attention_decode_splits_the_keys_over_blocks) {
   }
 }
 
-TEST(launch_shapes, attention_decode_merges_in_a_cluster_only_forced_on_sm90_up_to_8_chunks) {
+TEST(launch_shapes, attention_decode_merges_in_a_cluster_on_sm90_where_the_grid_is_small) {
   const auto cluster_chunk = [](std::int64_t batch_heads, std::int64_t sk, bool sm90,
                                 std::string_view forced) {
     const attention_launch l = plan_attention(batch_heads, 1, sk, sm90, k_h200_sms, "");
-    return attention_decode_cluster_chunk(sk, l.chunk, sm90, forced);
+    return attention_decode_cluster_chunk(batch_heads, sk, l.chunk, sm90, k_h200_sms, forced);
   };
-  // GPT-2 at batch 1 after 128 keys: the plan's 5 chunks of 32; at batch 8 after 1,024 keys:
-  // its 5 of 256.
-  EXPECT_EQ(cluster_chunk(12, 129, true, "decode_cluster"), 32);
+  // The grids measured on an H100 (132 SMs): GPT-2 at batch 1 after 128 keys, the plan's 5
+  // chunks of 32 (60 blocks); at batch 1 after 1,024, 7 of 160 where the plan had 33 of 32
+  // (84 blocks); at batch 4 after 256, 5 of 64 where it had 9 of 32 (240 blocks): clustered.
+  EXPECT_EQ(cluster_chunk(12, 129, true, ""), 32);
+  EXPECT_EQ(cluster_chunk(12, 1025, true, ""), 160);
+  EXPECT_EQ(cluster_chunk(48, 257, true, ""), 64);
+  // At batch 8 after 1,024 keys the plan's 5 chunks of 256 make 480 blocks, more than two an
+  // SM: the merge kernel, unless forced.
+  EXPECT_EQ(cluster_chunk(96, 1025, true, ""), 0);
   EXPECT_EQ(cluster_chunk(96, 1025, true, "decode_cluster"), 256);
+  // The bound itself: 264 blocks cluster on 132 SMs, 265 don't.
+  EXPECT_EQ(attention_decode_cluster_chunk(264, 32, 32, true, k_h200_sms, ""), 32);
+  EXPECT_EQ(attention_decode_cluster_chunk(265, 32, 32, true, k_h200_sms, ""), 0);
   // More than 8 of the plan's chunks: the fewest 32-key steps that make at most 8. 15 heads
   // after 1,000 keys: 32 chunks of 32 planned, 8 of 128 clustered (1,001 / 8 = 125.1).
   EXPECT_EQ(plan_attention(15, 1, 1001, true, k_h200_sms, "").blocks_y, 32);
   EXPECT_EQ(cluster_chunk(15, 1001, true, "decode_cluster"), 128);
-  EXPECT_EQ(cluster_chunk(12, 1025, true, "decode_cluster"), 160);  // 7 chunks
   for (const std::int64_t sk : {1, 2, 33, 129, 1001, 4097, 8192}) {
     const std::int64_t chunk = cluster_chunk(12, sk, true, "decode_cluster");
     ASSERT_GT(chunk, 0) << sk;
     EXPECT_LE((sk + chunk - 1) / chunk, k_attention_max_cluster) << sk;
     EXPECT_LE(chunk, k_attention_max_cluster_chunk) << sk;
-    EXPECT_EQ(cluster_chunk(12, sk, true, ""), 0) << sk;  // not by default yet
-    EXPECT_EQ(cluster_chunk(12, sk, false, "decode_cluster"), 0) << sk;
+    EXPECT_EQ(cluster_chunk(12, sk, true, ""), chunk) << sk;  // 12 x at most 8 blocks: small
+    EXPECT_EQ(cluster_chunk(12, sk, false, "decode_cluster"), 0) << sk;  // sm_90's alone
     EXPECT_EQ(cluster_chunk(12, sk, true, "decode_scalar"), 0) << sk;
+    EXPECT_EQ(cluster_chunk(12, sk, true, "decode_vector"), 0) << sk;
   }
-  // Past 8 chunks of 1,024 keys: the merge kernel.
+  // Past 8 chunks of 1,024 keys: the merge kernel, forced or not.
   EXPECT_EQ(cluster_chunk(12, 8193, true, "decode_cluster"), 0);
-  EXPECT_EQ(attention_decode_cluster_chunk(0, 32, true, "decode_cluster"), 0);
+  EXPECT_EQ(cluster_chunk(12, 8193, true, ""), 0);
+  EXPECT_EQ(attention_decode_cluster_chunk(12, 0, 32, true, k_h200_sms, "decode_cluster"), 0);
 }
 
 TEST(launch_shapes, attention_decode_reads_16_bytes_where_the_layout_allows) {

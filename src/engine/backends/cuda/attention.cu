@@ -319,9 +319,12 @@ constexpr bool k_wgmma_built = false;
 // The kernel for a plan: the tensor cores where their sm_90 code is (the
 // PTX the project also ships is for compute_75, without mma), float32's in
 // 3xTF32 where it has the blocks, decode's 16-byte kernel where K's and V's
-// layout allows; COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64, tf32x3, mma, halves,
-// split_keys or wgmma forces one (launch_shapes.hpp; wgmma where attention_wgmma_fits, else
-// the kernel picked), decode_scalar decode's kernel of an element a load, and
+// layout allows, its chunks merged in a cluster where the grid is small
+// (attention_decode_cluster_chunk); COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64, tf32x3,
+// mma, halves, split_keys or wgmma forces one (launch_shapes.hpp; wgmma where
+// attention_wgmma_fits, else the kernel picked), decode_scalar decode's kernel of an element
+// a load, decode_vector the 16-byte one with the merge kernel, decode_cluster the clusters
+// wherever the chunks allow, and
 // COOLBENCH_ATTENTION_SCORES=general the tensor-core kernels' general score form
 // (attention_mma.cu), for comparisons and tests.
 attention_launch choose(const attention_plan& p, dtype type, const void* q, const void* k,
@@ -363,7 +366,7 @@ attention_launch choose(const attention_plan& p, dtype type, const void* q, cons
                                    reinterpret_cast<std::uintptr_t>(v))) {
     l.kernel = attention_kernel::decode_vector;
     const std::int64_t cluster_chunk =
-        attention_decode_cluster_chunk(p.sk, l.chunk, major == 9, forced);
+        attention_decode_cluster_chunk(p.batch * p.heads, p.sk, l.chunk, major == 9, sms, forced);
     if (cluster_chunk > 0) {
       l.kernel = attention_kernel::decode_cluster;
       l.chunk = cluster_chunk;

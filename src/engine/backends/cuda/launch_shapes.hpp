@@ -204,15 +204,26 @@ inline constexpr std::int64_t k_attention_max_cluster_chunk = 1024;
 /// with no merge kernel after; 0 where they don't. The plan's `chunk` where
 /// it makes at most k_attention_max_cluster chunks of sk keys, else the
 /// fewest whole 32-key steps that do, up to k_attention_max_cluster_chunk.
-/// sm_90's clusters, and forced ("decode_cluster") until measured against the
-/// merge kernel.
-inline std::int64_t attention_decode_cluster_chunk(std::int64_t sk, std::int64_t chunk, bool sm90,
+/// sm_90's clusters. By default where the clustered grid is at most two
+/// blocks an SM (`sms`); on an H100, grids of 60, 84 and 240 blocks took 0.6
+/// to 0.8 of the merge kernel's time and one of 480 took 1.25 of it
+/// (docs/perf/engine.md, "2026-12-07, late morning"). `forced`:
+/// "decode_cluster" clusters wherever the chunks allow, "decode_vector" and
+/// "decode_scalar" never (the merge kernel's paths, for comparisons and
+/// tests).
+inline std::int64_t attention_decode_cluster_chunk(std::int64_t batch_heads, std::int64_t sk,
+                                                   std::int64_t chunk, bool sm90, int sms,
                                                    std::string_view forced) {
-  if (forced != "decode_cluster" || !sm90 || sk <= 0 || chunk <= 0) return 0;
-  if ((sk + chunk - 1) / chunk <= k_attention_max_cluster) return chunk;
-  const std::int64_t widest = (sk + k_attention_max_cluster - 1) / k_attention_max_cluster;
-  const std::int64_t steps = (widest + 31) / 32 * 32;
-  return steps <= k_attention_max_cluster_chunk ? steps : 0;
+  if (!sm90 || sk <= 0 || chunk <= 0 || batch_heads <= 0) return 0;
+  if (forced == "decode_vector" || forced == "decode_scalar") return 0;
+  std::int64_t keys = chunk;
+  if ((sk + chunk - 1) / chunk > k_attention_max_cluster) {
+    const std::int64_t widest = (sk + k_attention_max_cluster - 1) / k_attention_max_cluster;
+    keys = (widest + 31) / 32 * 32;
+    if (keys > k_attention_max_cluster_chunk) return 0;
+  }
+  if (forced == "decode_cluster") return keys;
+  return batch_heads * ((sk + keys - 1) / keys) <= 2 * std::int64_t{sms} ? keys : 0;
 }
 
 /// The kernel and grid of an attention over batch x heads (batch_heads) of
