@@ -33,6 +33,14 @@ void launch_wgmma_attention(dtype type, const void* q, const void* k, const void
                             const void* bias, const bool* mask, void* out, const attention_plan& p,
                             const attention_launch& l, void* stream);
 
+/// The same with the softmax of each tile overlapping the previous tile's product with V
+/// (attention_kernel::wgmma_overlap_rows128, attention_wgmma_overlap.cu): built and run as
+/// launch_wgmma_attention's kernel is.
+void launch_wgmma_overlap_attention(dtype type, const void* q, const void* k, const void* v,
+                                    const void* bias, const bool* mask, void* out,
+                                    const attention_plan& p, const attention_launch& l,
+                                    void* stream);
+
 /// The float32 tensor-core kernel (tf32x3_rows64) over float32 q, k, v
 /// (attention_tf32.cu): each product as three TF32 products; sm_90 only.
 void launch_tf32_attention(const float* q, const float* k, const float* v, const float* bias,
