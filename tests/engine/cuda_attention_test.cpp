@@ -130,8 +130,8 @@ const char* const k_kernels[] = {
 // picks: head dims 36, the QKV views of head dim 36 and decode take that fallback here), each
 // in a test suite of its own (a ctest of its own: tests/engine/CMakeLists.txt), so that no
 // ctest of this binary nears its timeout: "wgmma" (each product waited for) and
-// "wgmma_overlap" (each tile's softmax under the last tile's product with V); they have the
-// plain and general forms alone.
+// "wgmma_overlap" (each tile's softmax under the last tile's product with V); they take the
+// mma kernels' three score forms (bias_rows where a bias of an even Sk allows).
 const char* const k_wgmma_kernels[] = {"wgmma", "wgmma general"};
 const char* const k_wgmma_overlap_kernels[] = {"wgmma_overlap", "wgmma_overlap general"};
 

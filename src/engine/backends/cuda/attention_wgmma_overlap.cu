@@ -230,12 +230,15 @@ void launch_kernel(const T* q, const T* k, const T* v, const T* bias, const bool
   check_launch();
 }
 
-// Two score forms, as attention_wgmma.cu: none (no bias, no mask) and the general one.
+// The score forms of attention_wgmma.cu: none (no bias, no mask), a padding bias of 4-byte
+// pairs along the keys (bias_rows) and the general one.
 template <class T, int Dim>
 void launch(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
             const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
   if (!l.general_scores && bias == nullptr && mask == nullptr) {
     launch_kernel<T, Dim, score_form::plain>(q, k, v, bias, mask, out, p, l, stream);
+  } else if (!l.general_scores && mask == nullptr && bias_rows_pair_aligned(bias, p)) {
+    launch_kernel<T, Dim, score_form::bias_rows>(q, k, v, bias, mask, out, p, l, stream);
   } else {
     launch_kernel<T, Dim, score_form::general>(q, k, v, bias, mask, out, p, l, stream);
   }
