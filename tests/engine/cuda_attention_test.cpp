@@ -5,9 +5,11 @@
 // 0, 1, 2, 37, 128 and 1000 keys at batch > 1; every allocation
 // poisoned), each case on every kernel that can take it (the FMA kernel,
 // and for 16-bit the tensor-core kernels with 64-row tiles and with split
-// keys, and the Hopper wgmma kernel over its block edges too), and whole
+// keys, and the Hopper wgmma kernels over their block edges too), and whole
 // models fused on cuda:0 against the CPU. Needs a GPU
-// (ctest label gpu); skips without one.
+// (ctest label gpu); skips without one. Three test suites, each a ctest of
+// its own (tests/engine/CMakeLists.txt): cuda_attention, cuda_attention_wgmma
+// and cuda_attention_wgmma_overlap.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <span>
 
 #include "coolbench/core/error.hpp"
 #include "coolbench/device.hpp"
@@ -117,24 +120,20 @@ void expect_close(const tensor& got, const tensor& want, const std::string& what
 // 64-row tiles, "halves" the same with 8 warps in two groups walking
 // alternate key tiles, "split_keys" the one with 16-row blocks whose warps
 // split the keys (all 16-bit, sm_90), "tf32x3" float32's tensor-core kernel
-// (sm_90), "wgmma" the 16-bit Hopper kernel on wgmma (sm_90a; where attention_wgmma_fits,
-// else the kernel the backend picks: head dims 36, the QKV views of head dim 36 and decode
-// take that fallback here); "default" lets the backend pick (launch_shapes.hpp). " general"
+// (sm_90); "default" lets the backend pick (launch_shapes.hpp). " general"
 // runs the tensor-core kernels' scores in their general form (COOLBENCH_ATTENTION_SCORES),
-// where by default no bias takes the plain form and a bias of an even Sk the bias_rows form
-// (the wgmma kernel has the plain and general forms alone).
-const char* const k_kernels[] = {"default",
-                                 "fma32",
-                                 "fma64",
-                                 "tf32x3",
-                                 "mma",
-                                 "halves",
-                                 "split_keys",
-                                 "wgmma",
-                                 "mma general",
-                                 "halves general",
-                                 "split_keys general",
-                                 "wgmma general"};
+// where by default no bias takes the plain form and a bias of an even Sk the bias_rows form.
+const char* const k_kernels[] = {
+    "default", "fma32",      "fma64",       "tf32x3",         "mma",
+    "halves",  "split_keys", "mma general", "halves general", "split_keys general"};
+// The Hopper kernels on wgmma (sm_90a; where attention_wgmma_fits, else the kernel the backend
+// picks: head dims 36, the QKV views of head dim 36 and decode take that fallback here), each
+// in a test suite of its own (a ctest of its own: tests/engine/CMakeLists.txt), so that no
+// ctest of this binary nears its timeout: "wgmma" (each product waited for) and
+// "wgmma_overlap" (each tile's softmax under the last tile's product with V); they take the
+// mma kernels' three score forms (bias_rows where a bias of an even Sk allows).
+const char* const k_wgmma_kernels[] = {"wgmma", "wgmma general"};
+const char* const k_wgmma_overlap_kernels[] = {"wgmma_overlap", "wgmma_overlap general"};
 
 void select_kernel(const std::string& kernel) {
   const auto space = kernel.find(' ');
@@ -198,8 +197,8 @@ void check_kernel(const attention_spec& s, backend& cpu, cuda::cuda_backend& gpu
   expect_close(got.at("out"), want.at("out"), what);
 }
 
-TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
-  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+// Every case of kernels_match_the_unfused_cpu_graph on each of `kernels` (forced).
+void check_kernels_against_the_cpu(std::span<const char* const> kernels) {
   const auto cpu = make_backend("cpu");
   const auto gpu_backend = make_backend("cuda:0");
   auto& gpu = dynamic_cast<cuda::cuda_backend&>(*gpu_backend);
@@ -243,7 +242,7 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
   cases.push_back({7, 128, 64, mask_kind::causal_folded_bias, false});
   // Every dtype on the kernel the backend picks, then on each kernel forced;
   // float32 runs the FMA kernels and tf32x3, the 16-bit dtypes all but tf32x3.
-  for (const char* kernel : k_kernels) {
+  for (const char* kernel : kernels) {
     select_kernel(kernel);
     const std::string name = kernel;
     for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
@@ -267,17 +266,17 @@ TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
   select_kernel("default");
 }
 
-// The wgmma kernel (forced) over its block's edges: 128-row blocks of two 64-row warpgroups and
-// 128-key tiles, so query counts and pasts on either side of 64 and 128 (a warpgroup past sq, a
-// partial last tile, the causal diagonal crossing a tile), at batch 2 x 3 heads, head dims 64
-// and 128, with no mask, the causal flag, a mask input and a bias, both 16-bit dtypes.
-TEST(cuda_attention, wgmma_kernel_over_its_block_edges) {
-  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+// A wgmma kernel (forced: "wgmma" or "wgmma_overlap") over its block's edges: 128-row blocks
+// of two 64-row warpgroups and 128-key tiles, so query counts and pasts on either side of 64 and
+// 128 (a warpgroup past sq, a partial last tile, the causal diagonal crossing a tile), at batch 2 x
+// 3 heads, head dims 64 and 128, with no mask, the causal flag, a mask input and a bias, both
+// 16-bit dtypes.
+void check_wgmma_over_its_block_edges(const std::string& kernel) {
   const auto cpu = make_backend("cpu");
   const auto gpu_backend = make_backend("cuda:0");
   auto& gpu = dynamic_cast<cuda::cuda_backend&>(*gpu_backend);
   gpu.poison_allocations(true);
-  select_kernel("wgmma");
+  select_kernel(kernel);
   for (const dtype type : {dtype::float16, dtype::bfloat16}) {
     for (const std::int64_t sq : {2, 63, 64, 65, 127, 128, 129, 300}) {
       for (const std::int64_t past : {0, 5, 200}) {
@@ -290,7 +289,7 @@ TEST(cuda_attention, wgmma_kernel_over_its_block_edges) {
             s.causal_as_input = mask == mask_kind::causal_add;
             s.split_scale = mask == mask_kind::causal_add;
             check_kernel(s, *cpu, gpu,
-                         std::string("wgmma ") + std::string(to_string(type)) + " 2 x 3 sq " +
+                         kernel + " " + std::string(to_string(type)) + " 2 x 3 sq " +
                              std::to_string(sq) + " past " + std::to_string(past) + " d " +
                              std::to_string(head_dim) + " mask " +
                              std::to_string(static_cast<int>(mask)));
@@ -405,8 +404,8 @@ TEST(cuda_attention, three_projections_merged_match_the_cpu) {
   }
 }
 
-TEST(cuda_attention, views_of_a_qkv_projection_match_the_cpu) {
-  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+// The QKV projection's views on each of `kernels` (forced).
+void check_qkv_views_against_the_cpu(std::span<const char* const> kernels) {
   const auto cpu = make_backend("cpu");
   const auto gpu_backend = make_backend("cuda:0");
   auto& gpu = dynamic_cast<cuda::cuda_backend&>(*gpu_backend);
@@ -417,7 +416,7 @@ TEST(cuda_attention, views_of_a_qkv_projection_match_the_cpu) {
   const shape_case shapes[] = {{1, 3, 64},    {7, 3, 40},    {128, 12, 64},
                                {197, 12, 64}, {200, 2, 128}, {33, 3, 80},
                                {33, 3, 36},   {65, 5, 96},   {1, 5, 80}};
-  for (const char* kernel : k_kernels) {
+  for (const char* kernel : kernels) {
     select_kernel(kernel);
     for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
       for (const auto& c : shapes) {
@@ -437,6 +436,47 @@ TEST(cuda_attention, views_of_a_qkv_projection_match_the_cpu) {
     }
   }
   select_kernel("default");
+}
+
+TEST(cuda_attention, kernels_match_the_unfused_cpu_graph) {
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+  check_kernels_against_the_cpu(k_kernels);
+}
+
+TEST(cuda_attention, views_of_a_qkv_projection_match_the_cpu) {
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+  check_qkv_views_against_the_cpu(k_kernels);
+}
+
+TEST(cuda_attention_wgmma, kernels_match_the_unfused_cpu_graph) {
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+  check_kernels_against_the_cpu(k_wgmma_kernels);
+}
+
+TEST(cuda_attention_wgmma, views_of_a_qkv_projection_match_the_cpu) {
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+  check_qkv_views_against_the_cpu(k_wgmma_kernels);
+}
+
+TEST(cuda_attention_wgmma, kernel_over_its_block_edges) {
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+  check_wgmma_over_its_block_edges("wgmma");
+}
+
+// Not yet run on a GPU (attention_wgmma_overlap.cu).
+TEST(cuda_attention_wgmma_overlap, kernels_match_the_unfused_cpu_graph) {
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+  check_kernels_against_the_cpu(k_wgmma_overlap_kernels);
+}
+
+TEST(cuda_attention_wgmma_overlap, views_of_a_qkv_projection_match_the_cpu) {
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+  check_qkv_views_against_the_cpu(k_wgmma_overlap_kernels);
+}
+
+TEST(cuda_attention_wgmma_overlap, kernel_over_its_block_edges) {
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+  check_wgmma_over_its_block_edges("wgmma_overlap");
 }
 
 const std::filesystem::path k_models = COOLBENCH_TEST_MODELS;

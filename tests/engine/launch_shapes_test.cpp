@@ -89,6 +89,7 @@ std::int64_t rows_of(attention_kernel k) {
     case attention_kernel::mma_halves: return 64;
     case attention_kernel::tf32x3_rows64: return 64;
     case attention_kernel::wgmma_rows128: return 128;
+    case attention_kernel::wgmma_overlap_rows128: return 128;
     case attention_kernel::decode_split:
     case attention_kernel::decode_vector:
     case attention_kernel::decode_cluster: break;
@@ -254,7 +255,8 @@ TEST(launch_shapes, attention_fma_takes_64_rows_where_they_make_a_block_an_sm) {
 }
 
 TEST(launch_shapes, attention_grids_cover_every_query_row_once) {
-  for (const char* forced : {"", "fma", "fma32", "fma64", "mma", "split_keys", "tf32x3", "wgmma"}) {
+  for (const char* forced :
+       {"", "fma", "fma32", "fma64", "mma", "split_keys", "tf32x3", "wgmma", "wgmma_overlap"}) {
     for (const bool tensor_cores : {false, true}) {
       for (const bool float32 : {false, true}) {
         for (const std::int64_t sq : {2, 7, 16, 17, 64, 65, 127, 128, 129, 197, 1024}) {
@@ -321,35 +323,44 @@ TEST(launch_shapes, attention_wgmma_fits_16_bit_rows_of_16_byte_pieces_on_sm90_a
   EXPECT_FALSE(fits(true, 9, 0, 2, 64, dense, dense, dense, k_aligned, k_aligned, k_aligned + 4));
 }
 
+// "wgmma" (Step A: each product waited for) and "wgmma_overlap" (Step B: the softmax under the
+// last tile's product with V) take the same blocks, each its own kernel.
 TEST(launch_shapes, attention_takes_wgmma_only_forced_and_where_it_fits) {
-  // Forced where it fits: 128-row blocks, whatever the default would take.
-  for (const auto& [bh, s] : {std::pair<std::int64_t, std::int64_t>{12, 128},
-                              {12, 1024},
-                              {96, 1024},
-                              {384, 197},
-                              {3, 2},
-                              {3, 129}}) {
-    const auto l = plan_attention(bh, s, s, true, k_h200_sms, "wgmma", false, true);
-    EXPECT_EQ(l.kernel, attention_kernel::wgmma_rows128) << bh << " " << s;
-    EXPECT_EQ(l.blocks_x, bh);
-    EXPECT_EQ(l.blocks_y, (s + 127) / 128) << bh << " " << s;
-    // Not forced, it fitting or not: never picked (it has not run on a GPU yet).
-    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "", false, true).kernel,
-              plan_attention(bh, s, s, true, k_h200_sms, "").kernel)
-        << bh << " " << s;
-    // Forced where it does not fit: the kernel the default picks.
-    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "wgmma", false, false).kernel,
-              plan_attention(bh, s, s, true, k_h200_sms, "").kernel)
-        << bh << " " << s;
+  for (const auto& [forced, kernel] :
+       {std::pair<const char*, attention_kernel>{"wgmma", attention_kernel::wgmma_rows128},
+        {"wgmma_overlap", attention_kernel::wgmma_overlap_rows128}}) {
+    // Forced where it fits: 128-row blocks, whatever the default would take.
+    for (const auto& [bh, s] : {std::pair<std::int64_t, std::int64_t>{12, 128},
+                                {12, 1024},
+                                {96, 1024},
+                                {384, 197},
+                                {3, 2},
+                                {3, 129}}) {
+      const auto l = plan_attention(bh, s, s, true, k_h200_sms, forced, false, true);
+      EXPECT_EQ(l.kernel, kernel) << forced << " " << bh << " " << s;
+      EXPECT_EQ(l.blocks_x, bh);
+      EXPECT_EQ(l.blocks_y, (s + 127) / 128) << forced << " " << bh << " " << s;
+      // Not forced, it fitting or not: never picked (it has not run on a GPU yet).
+      EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "", false, true).kernel,
+                plan_attention(bh, s, s, true, k_h200_sms, "").kernel)
+          << bh << " " << s;
+      // Forced where it does not fit: the kernel the default picks.
+      EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, forced, false, false).kernel,
+                plan_attention(bh, s, s, true, k_h200_sms, "").kernel)
+          << forced << " " << bh << " " << s;
+    }
+    // Float32, no sm_90 (or bias or mask steps past the tensor-core kernels'), decode: the
+    // kernels that run there, whatever wgmma_fits says.
+    EXPECT_EQ(plan_attention(96, 1024, 1024, true, k_h200_sms, forced, true, true).kernel,
+              attention_kernel::tf32x3_rows64)
+        << forced;
+    EXPECT_EQ(plan_attention(12, 128, 128, false, k_h200_sms, forced, false, true).kernel,
+              attention_kernel::fma_tiled32)
+        << forced;
+    EXPECT_EQ(plan_attention(12, 1, 1024, true, k_h200_sms, forced, false, true).kernel,
+              attention_kernel::decode_split)
+        << forced;
   }
-  // Float32, no sm_90 (or bias or mask steps past the tensor-core kernels'), decode: the
-  // kernels that run there, whatever wgmma_fits says.
-  EXPECT_EQ(plan_attention(96, 1024, 1024, true, k_h200_sms, "wgmma", true, true).kernel,
-            attention_kernel::tf32x3_rows64);
-  EXPECT_EQ(plan_attention(12, 128, 128, false, k_h200_sms, "wgmma", false, true).kernel,
-            attention_kernel::fma_tiled32);
-  EXPECT_EQ(plan_attention(12, 1, 1024, true, k_h200_sms, "wgmma", false, true).kernel,
-            attention_kernel::decode_split);
 }
 
 TEST(launch_shapes, attention_decode_splits_the_keys_over_blocks) {

@@ -4,8 +4,9 @@
 // tile Q Kᵀ (both operands from shared memory: the K-major descriptor, its
 // 32-byte k-steps, the accumulator layout, the second warpgroup's rows), and
 // the product P V (P packed from accumulator registers, V read transposed:
-// the MN-major descriptor, and at head dim 128 its leading byte offset), each
-// in float16 and bfloat16 at head dims 64 and 128. The values are multiples
+// the MN-major descriptor, and at head dim 128 its leading byte offset), and
+// both products in flight at once as two wgmma groups (attention_wgmma_overlap.cu's
+// order), each in float16 and bfloat16 at head dims 64 and 128. The values are multiples
 // of 1/8 in [-2, 2], exact in both dtypes, whose products and sums float32
 // holds exactly: any difference is a layout's, and a failure names the
 // element, the thread and the register that holds it. Needs a GPU of compute
@@ -181,6 +182,53 @@ TEST(wgmma, probabilities_times_v_match_the_host) {
                   std::string("P V ") + name_of(bf16) + " dim " + std::to_string(dim) +
                       " (wrong everywhere: the packing of P or the MN-major descriptor's stride "
                       "offset; columns 64-127 alone at dim 128: its leading byte offset)");
+    }
+  }
+}
+
+// Both products in flight at once (attention_wgmma_overlap.cu's order): S = Q Kᵀ as one
+// wgmma group, then O = start + P V as a second; after wait_group 1 the scores are done (and
+// ordinary code doubles them in place while the second group may run), after wait_group 0 the
+// output. The same values as the two tests above.
+TEST(wgmma, scores_and_product_in_flight_together_match_the_host) {
+  COOLBENCH_REQUIRE_SM90();
+  constexpr float start = 0.5F;
+  for (const bool bf16 : {false, true}) {
+    for (const int dim : {64, 128}) {
+      const std::vector<float> q = eighths(static_cast<std::size_t>(k_rows) * dim, 1);
+      const std::vector<float> k = eighths(static_cast<std::size_t>(k_keys) * dim, 2);
+      const std::vector<float> p = eighths(static_cast<std::size_t>(k_rows) * k_keys, 3);
+      const std::vector<float> v = eighths(static_cast<std::size_t>(k_keys) * dim, 4);
+      std::vector<double> scores(static_cast<std::size_t>(k_rows) * k_keys, 0.0);
+      std::vector<double> doubled(scores.size(), 0.0);
+      for (int r = 0; r < k_rows; ++r) {
+        for (int j = 0; j < k_keys; ++j) {
+          double sum = 0;
+          for (int c = 0; c < dim; ++c) {
+            sum += static_cast<double>(q[static_cast<std::size_t>(r) * dim + c]) *
+                   k[static_cast<std::size_t>(j) * dim + c];
+          }
+          scores[static_cast<std::size_t>(r) * k_keys + j] = sum;
+          doubled[static_cast<std::size_t>(r) * k_keys + j] = 2 * sum;
+        }
+      }
+      std::vector<double> output(static_cast<std::size_t>(k_rows) * dim, 0.0);
+      for (int r = 0; r < k_rows; ++r) {
+        for (int c = 0; c < dim; ++c) {
+          double sum = start;
+          for (int j = 0; j < k_keys; ++j) {
+            sum += static_cast<double>(p[static_cast<std::size_t>(r) * k_keys + j]) *
+                   v[static_cast<std::size_t>(j) * dim + c];
+          }
+          output[static_cast<std::size_t>(r) * dim + c] = sum;
+        }
+      }
+      const wgmma_test::overlapped_result got = wgmma_test::overlapped(
+          bf16, dim, bits_of(q, bf16), bits_of(k, bf16), p, bits_of(v, bf16), start);
+      const std::string what = std::string(name_of(bf16)) + " dim " + std::to_string(dim);
+      expect_tile(got.scores, scores, k_keys, "scores after wait_group 1, " + what);
+      expect_tile(got.doubled, doubled, k_keys, "scores doubled during P V, " + what);
+      expect_tile(got.output, output, dim, "P V after wait_group 0, " + what);
     }
   }
 }

@@ -1,6 +1,6 @@
 // The kernels of wgmma_test_kernels.hpp: 256 threads (two warpgroups, as
-// attention_wgmma.cu), one block, the tiles 1024-byte aligned in dynamic
-// shared memory. Built for sm_90a alone (tests/engine/CMakeLists.txt).
+// attention_wgmma.cu and attention_wgmma_overlap.cu), one block, the tiles 1024-byte aligned in
+// dynamic shared memory. Built for sm_90a alone (tests/engine/CMakeLists.txt).
 #include "engine/wgmma_test_kernels.hpp"
 
 #include <cuda_runtime_api.h>
@@ -104,6 +104,71 @@ __global__ void __launch_bounds__(k_threads, 1)
   }
 }
 
+// The two products in flight at once, as attention_wgmma_overlap.cu issues them: s = Q Kᵀ (a
+// group), then o = start + P V (a second group); wait_group 1 (the scores' group done, the
+// product with V maybe not), the scores stored and doubled in place by ordinary code while the
+// second group may run, then wait_group 0 and the output stored.
+template <class T, int Dim>
+__global__ void __launch_bounds__(k_threads, 1)
+    overlapped_kernel(const T* q, const T* k, const float* p, const T* v, float start, float* s_out,
+                      float* doubled_out, float* o_out) {
+  extern __shared__ unsigned char shared[];
+  const std::uint32_t q_tile = aligned_base(shared);
+  const std::uint32_t k_tile = q_tile + k_rows * Dim * 2;
+  const std::uint32_t v_tile = k_tile + k_keys * Dim * 2;
+  const int thread = static_cast<int>(threadIdx.x);
+  wg::copy_swizzled<T, Dim, k_rows, k_threads>(q_tile, q, 0, k_rows, Dim, Dim, thread);
+  wg::copy_swizzled<T, Dim, k_keys, k_threads>(k_tile, k, 0, k_keys, Dim, Dim, thread);
+  wg::copy_swizzled<T, Dim, k_keys, k_threads>(v_tile, v, 0, k_keys, Dim, Dim, thread);
+  wg::commit_copies();
+  wg::wait_copies_for_wgmma();
+  __syncthreads();
+  float s[k_keys / 8][4];
+#pragma unroll
+  for (int j = 0; j < k_keys / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[j][e] = p[row_of(e) * k_keys + column_of(j, e)];
+  }
+  std::uint32_t packed[k_keys / 16][4];
+  wg::pack_probabilities<T, k_keys>(s, packed);
+  float o[Dim / 8][4];
+#pragma unroll
+  for (int j = 0; j < Dim / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = start;
+  wg::fence_registers(s);
+  wg::fence_registers(o);
+  wg::fence_registers(packed);
+  wg::fence();
+  wg::issue_scores<T, Dim, k_keys, k_rows>(s, q_tile, thread / wg::k_warpgroup_threads * 64,
+                                           k_tile);
+  wg::commit();
+  wg::fence();
+  wg::issue_accumulate<T, Dim, k_keys>(o, packed, v_tile);
+  wg::commit();
+  wg::wait<1>();
+  wg::fence_registers(s);
+#pragma unroll
+  for (int j = 0; j < k_keys / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      s_out[row_of(e) * k_keys + column_of(j, e)] = s[j][e];
+      s[j][e] *= 2;
+    }
+  }
+  wg::fence_registers(s);
+  wg::wait<0>();
+  wg::fence_registers(o);
+#pragma unroll
+  for (int j = 0; j < k_keys / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) doubled_out[row_of(e) * k_keys + column_of(j, e)] = s[j][e];
+  }
+#pragma unroll
+  for (int j = 0; j < Dim / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o_out[row_of(e) * Dim + column_of(j, e)] = o[j][e];
+  }
+}
+
 // A device copy of a host vector, freed at scope exit.
 template <class V>
 struct device_vector {
@@ -159,6 +224,21 @@ std::vector<float> product_of(const std::vector<float>& p, const std::vector<std
   return o.read();
 }
 
+template <class T, int Dim>
+overlapped_result overlapped_of(const std::vector<std::uint16_t>& q,
+                                const std::vector<std::uint16_t>& k, const std::vector<float>& p,
+                                const std::vector<std::uint16_t>& v, float start) {
+  const device_vector<std::uint16_t> dq(q), dk(k), dv(v);
+  const device_vector<float> dp(p);
+  device_vector<float> s(static_cast<std::size_t>(k_rows) * k_keys);
+  device_vector<float> doubled(static_cast<std::size_t>(k_rows) * k_keys);
+  device_vector<float> o(static_cast<std::size_t>(k_rows) * Dim);
+  run(overlapped_kernel<T, Dim>, static_cast<std::size_t>(k_rows + 2 * k_keys) * Dim * 2,
+      reinterpret_cast<const T*>(dq.data), reinterpret_cast<const T*>(dk.data), dp.data,
+      reinterpret_cast<const T*>(dv.data), start, s.data, doubled.data, o.data);
+  return {s.read(), doubled.read(), o.read()};
+}
+
 template <int Dim>
 std::vector<std::uint16_t> tile_of(int rows, int columns, const std::vector<std::uint16_t>& from) {
   const device_vector<std::uint16_t> d(from);
@@ -207,6 +287,18 @@ std::vector<float> product(bool bf16, int dim, const std::vector<float>& p,
                      : product_of<__nv_bfloat16, 128>(p, v, start);
   }
   return dim == 64 ? product_of<__half, 64>(p, v, start) : product_of<__half, 128>(p, v, start);
+}
+
+overlapped_result overlapped(bool bf16, int dim, const std::vector<std::uint16_t>& q,
+                             const std::vector<std::uint16_t>& k, const std::vector<float>& p,
+                             const std::vector<std::uint16_t>& v, float start) {
+  expect_dim(dim);
+  if (bf16) {
+    return dim == 64 ? overlapped_of<__nv_bfloat16, 64>(q, k, p, v, start)
+                     : overlapped_of<__nv_bfloat16, 128>(q, k, p, v, start);
+  }
+  return dim == 64 ? overlapped_of<__half, 64>(q, k, p, v, start)
+                   : overlapped_of<__half, 128>(q, k, p, v, start);
 }
 
 }  // namespace coolbench::engine::wgmma_test

@@ -37,4 +37,16 @@ std::vector<float> scores(bool bf16, int dim, const std::vector<std::uint16_t>& 
 std::vector<float> product(bool bf16, int dim, const std::vector<float>& p,
                            const std::vector<std::uint16_t>& v, float start);
 
+/// Both products in flight at once, as attention_wgmma_overlap.cu issues them (wgmma::
+/// issue_scores, then issue_accumulate, each its own group): `scores` = q kᵀ read after
+/// wait_group 1 (the product with v may still run), `doubled` the same doubled by ordinary
+/// code before wait_group 0, `output` = start + P v read after it (q, k, p, v and start as
+/// scores() and product() take them).
+struct overlapped_result {
+  std::vector<float> scores, doubled, output;
+};
+overlapped_result overlapped(bool bf16, int dim, const std::vector<std::uint16_t>& q,
+                             const std::vector<std::uint16_t>& k, const std::vector<float>& p,
+                             const std::vector<std::uint16_t>& v, float start);
+
 }  // namespace coolbench::engine::wgmma_test

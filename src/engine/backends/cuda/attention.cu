@@ -321,10 +321,10 @@ constexpr bool k_wgmma_built = false;
 // 3xTF32 where it has the blocks, decode's 16-byte kernel where K's and V's
 // layout allows, its chunks merged in a cluster where the grid is small
 // (attention_decode_cluster_chunk); COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64, tf32x3,
-// mma, halves, split_keys or wgmma forces one (launch_shapes.hpp; wgmma where
-// attention_wgmma_fits, else the kernel picked), decode_scalar decode's kernel of an element
-// a load, decode_vector the 16-byte one with the merge kernel, decode_cluster the clusters
-// wherever the chunks allow, and
+// mma, halves, split_keys, wgmma or wgmma_overlap forces one (launch_shapes.hpp; the wgmma
+// kernels where attention_wgmma_fits, else the kernel picked), decode_scalar decode's kernel
+// of an element a load, decode_vector the 16-byte one with the merge kernel, decode_cluster
+// the clusters wherever the chunks allow, and
 // COOLBENCH_ATTENTION_SCORES=general the tensor-core kernels' general score form
 // (attention_mma.cu), for comparisons and tests.
 attention_launch choose(const attention_plan& p, dtype type, const void* q, const void* k,
@@ -341,23 +341,23 @@ attention_launch choose(const attention_plan& p, dtype type, const void* q, cons
   constexpr std::int64_t step_limit = std::int64_t{1} << 24;
   const bool steps_fit =
       std::llabs(p.bias_stride[3]) < step_limit && std::llabs(p.mask_stride[3]) < step_limit;
-  if (forced == "wgmma" && !k_wgmma_built) {
+  const bool wgmma_forced = forced == "wgmma" || forced == "wgmma_overlap";
+  if (wgmma_forced && !k_wgmma_built) {
     // Once a process: a forced kernel that silently is another would mislead a comparison.
     static const bool told = [] {
       std::fprintf(stderr,
-                   "coolbench: COOLBENCH_ATTENTION_KERNEL=wgmma, but this build has no sm_90a "
-                   "attention kernel (sm_90 is not among CMAKE_CUDA_ARCHITECTURES); attention "
-                   "takes the kernel it picks\n");
+                   "coolbench: COOLBENCH_ATTENTION_KERNEL=wgmma or wgmma_overlap, but this build "
+                   "has no sm_90a attention kernel (sm_90 is not among "
+                   "CMAKE_CUDA_ARCHITECTURES); attention takes the kernel it picks\n");
       return true;
     }();
     static_cast<void>(told);
   }
   const bool wgmma_fits =
-      forced == "wgmma" &&
-      attention_wgmma_fits(k_wgmma_built, major, minor, size_of(type), p.head_dim, p.q_stride,
-                           p.k_stride, p.v_stride, reinterpret_cast<std::uintptr_t>(q),
-                           reinterpret_cast<std::uintptr_t>(k),
-                           reinterpret_cast<std::uintptr_t>(v));
+      wgmma_forced && attention_wgmma_fits(
+                          k_wgmma_built, major, minor, size_of(type), p.head_dim, p.q_stride,
+                          p.k_stride, p.v_stride, reinterpret_cast<std::uintptr_t>(q),
+                          reinterpret_cast<std::uintptr_t>(k), reinterpret_cast<std::uintptr_t>(v));
   attention_launch l = plan_attention(p.batch * p.heads, p.sq, p.sk, major == 9 && steps_fit, sms,
                                       forced, !sixteen_bits, wgmma_fits);
   if (l.kernel == attention_kernel::decode_split && forced != "decode_scalar" &&
@@ -412,9 +412,14 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
     launch_mma_attention(type, q, k, v, bias, mask, out, plan, l, stream);
     return;
   }
-  if (l.kernel == attention_kernel::wgmma_rows128) {
+  if (l.kernel == attention_kernel::wgmma_rows128 ||
+      l.kernel == attention_kernel::wgmma_overlap_rows128) {
 #if defined(COOLBENCH_ATTENTION_WGMMA)
-    launch_wgmma_attention(type, q, k, v, bias, mask, out, plan, l, stream);
+    if (l.kernel == attention_kernel::wgmma_rows128) {
+      launch_wgmma_attention(type, q, k, v, bias, mask, out, plan, l, stream);
+    } else {
+      launch_wgmma_overlap_attention(type, q, k, v, bias, mask, out, plan, l, stream);
+    }
     return;
 #else
     throw invalid_argument(  // choose() takes it only where it is built

@@ -301,15 +301,6 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 || Form == score_for
   store_rows<T, Dim>(r, p, at, g, tig, out);
 }
 
-// Whether score_form::bias_rows reads this bias right: stride 1 along the keys, every row
-// starting 4 bytes aligned (the pointer, and even strides of batch, head and row), and an even
-// number of keys, so that a pair starting at a visible key never passes the row's end.
-bool bias_rows_pair_aligned(const void* bias, const attention_plan& p) {
-  return bias != nullptr && p.bias_stride[3] == 1 && p.sk % 2 == 0 &&
-         reinterpret_cast<std::uintptr_t>(bias) % 4 == 0 && p.bias_stride[0] % 2 == 0 &&
-         p.bias_stride[1] % 2 == 0 && p.bias_stride[2] % 2 == 0;
-}
-
 // Opts `kernel` in to `bytes` of dynamic shared memory (over the default 48 KB for some) and
 // launches it.
 template <class... Args>

@@ -33,6 +33,14 @@ void launch_wgmma_attention(dtype type, const void* q, const void* k, const void
                             const void* bias, const bool* mask, void* out, const attention_plan& p,
                             const attention_launch& l, void* stream);
 
+/// The same with the softmax of each tile overlapping the previous tile's product with V
+/// (attention_kernel::wgmma_overlap_rows128, attention_wgmma_overlap.cu): built and run as
+/// launch_wgmma_attention's kernel is.
+void launch_wgmma_overlap_attention(dtype type, const void* q, const void* k, const void* v,
+                                    const void* bias, const bool* mask, void* out,
+                                    const attention_plan& p, const attention_launch& l,
+                                    void* stream);
+
 /// The float32 tensor-core kernel (tf32x3_rows64) over float32 q, k, v
 /// (attention_tf32.cu): each product as three TF32 products; sm_90 only.
 void launch_tf32_attention(const float* q, const float* k, const float* v, const float* bias,
@@ -401,6 +409,16 @@ __device__ __forceinline__ score_rows<T> rows_at(const attention_plan& p, const 
 // compiler (BERT's padding bias), or anything (any strides, a mask), each score's bias and
 // mask found from runtime steps.
 enum class score_form : std::uint8_t { plain, bias_rows, general };
+
+// Whether score_form::bias_rows reads this bias right: stride 1 along the keys, every row
+// starting 4 bytes aligned (the pointer, and even strides of batch, head and row), and an even
+// number of keys, so that a pair starting at a visible key never passes the row's end (the
+// mma and wgmma kernels' launches).
+inline bool bias_rows_pair_aligned(const void* bias, const attention_plan& p) {
+  return bias != nullptr && p.bias_stride[3] == 1 && p.sk % 2 == 0 &&
+         reinterpret_cast<std::uintptr_t>(bias) % 4 == 0 && p.bias_stride[0] % 2 == 0 &&
+         p.bias_stride[1] % 2 == 0 && p.bias_stride[2] % 2 == 0;
+}
 
 // A tile of keys [n0, n0 + Keys) as this thread's two rows see it: the tile's columns below
 // visible[i] (the keys, and the causal flag's limit), and the bias and mask of the thread's

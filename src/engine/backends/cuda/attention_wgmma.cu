@@ -1,7 +1,10 @@
 // coolbench.Attention's Hopper prefill kernel (float16, bfloat16): both
 // products on wgmma (sm_90a: this file alone is built for 90a-real,
 // src/engine/CMakeLists.txt). Forced only (COOLBENCH_ATTENTION_KERNEL=wgmma,
-// where attention_wgmma_fits: launch_shapes.hpp) until it has run on a GPU.
+// where attention_wgmma_fits: launch_shapes.hpp): on an H100 it passed every
+// test and was level with the mma.sync kernels, not faster (GPT-2 fp16 at
+// 8 x 1,024: 68.2 us against 71.2; docs/perf/engine.md, "2026-12-07, late
+// morning"), since each product is waited for before the softmax.
 //
 // A block of 256 threads (two warpgroups) takes 128 query rows of one
 // (batch, head), 64 a warpgroup, and walks the keys in tiles of 128, both
@@ -121,13 +124,16 @@ void launch_kernel(const T* q, const T* k, const T* v, const T* bias, const bool
   check_launch();
 }
 
-// Two score forms for now (compile time): none (no bias, no mask) and the general one, which
-// takes any bias or mask (BERT's padding bias too, where the mma kernels take bias_rows).
+// Three score forms (compile time), as the mma kernels': none (no bias, no mask), a bias of
+// 4-byte pairs along the keys (bias_rows: BERT's padding bias, which the general form took to
+// 32.6 us against rows64's 18.9 on an H100) and the general one, which takes any bias or mask.
 template <class T, int Dim>
 void launch(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
             const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
   if (!l.general_scores && bias == nullptr && mask == nullptr) {
     launch_kernel<T, Dim, score_form::plain>(q, k, v, bias, mask, out, p, l, stream);
+  } else if (!l.general_scores && mask == nullptr && bias_rows_pair_aligned(bias, p)) {
+    launch_kernel<T, Dim, score_form::bias_rows>(q, k, v, bias, mask, out, p, l, stream);
   } else {
     launch_kernel<T, Dim, score_form::general>(q, k, v, bias, mask, out, p, l, stream);
   }

@@ -123,6 +123,7 @@ enum class attention_kernel {
   mma_halves,      // tensor cores: 64 query rows a block of 8 warps, two halves of the keys
   tf32x3_rows64,   // float32 on the tensor cores (3xTF32), 64 query rows a block
   wgmma_rows128,   // Hopper's wgmma (sm_90a): 128 query rows a block of two warpgroups, forced only
+  wgmma_overlap_rows128,  // the same, each tile's softmax under the last tile's P V; forced only
 };
 
 struct attention_launch {
@@ -166,7 +167,8 @@ inline bool attention_decode_vector_fits(std::int64_t head_dim, std::size_t elem
 /// Query rows a block of the wgmma kernel (attention_wgmma.cu): 64 for each of two warpgroups.
 inline constexpr std::int64_t k_attention_wgmma_rows = 128;
 
-/// Whether attention_wgmma.cu's kernel (attention_kernel::wgmma_rows128) can take an
+/// Whether attention_wgmma.cu's kernel (attention_kernel::wgmma_rows128), or
+/// attention_wgmma_overlap.cu's (wgmma_overlap_rows128: the same block and tiles), can take an
 /// attention: its sm_90a code in this build (`built`: sm_90 among the CUDA architectures), a
 /// GPU of compute capability 9.0 exactly (sm_90a code runs there alone), a 16-bit dtype
 /// (`element_bytes` 2), a head dim of whole 16-byte pieces up to 128 (cp.async copies 16 bytes;
@@ -240,16 +242,15 @@ inline std::int64_t attention_decode_cluster_chunk(std::int64_t batch_heads, std
 /// attention_tf32.cu, as PyTorch's float32 attention computes; a name of
 /// the other dtype's kernels picks as "" does; "wgmma" takes 16-bit prefill onto
 /// attention_wgmma.cu's kernel where `wgmma_fits` (attention_wgmma_fits), else picks as ""
-/// does: forced only, never picked, until it has run on a GPU). Float32 takes 3xTF32 where
-/// 64-row blocks are at least the SMs, else the FMA kernel: attention_bench
-/// on an H100 (2026-12-07, one process) had 3xTF32 1.18-1.33x faster at
-/// 192-1536 blocks (GPT-2 at batch 8 x 128, 1 x 1024, 8 x 1024; BERT and ViT
-/// at batch 32) and level or slower at 24-96 (batch 1 at 128 and 197
-/// tokens: 19.2 against 17.7 us for BERT, 24.8 against 21.9 for ViT). The tiled FMA
-/// kernel takes 64 rows a block where that makes at least a block an SM,
-/// else 32 (twice the blocks, each walking the keys with half the work a
-/// tile; the two not yet measured against each other). It replaced a kernel
-/// of four threads a query row, which was 1.4-2.3x slower on the H200
+/// does: forced only, level with the mma kernels on an H100; "wgmma_overlap" the same onto
+/// attention_wgmma_overlap.cu's kernel, forced only until it has run on a GPU). Float32 takes
+/// 3xTF32 where 64-row blocks are at least the SMs, else the FMA kernel: attention_bench on an H100
+/// (2026-12-07, one process) had 3xTF32 1.18-1.33x faster at 192-1536 blocks (GPT-2 at batch 8 x
+/// 128, 1 x 1024, 8 x 1024; BERT and ViT at batch 32) and level or slower at 24-96 (batch 1 at 128
+/// and 197 tokens: 19.2 against 17.7 us for BERT, 24.8 against 21.9 for ViT). The tiled FMA kernel
+/// takes 64 rows a block where that makes at least a block an SM, else 32 (twice the blocks, each
+/// walking the keys with half the work a tile; the two not yet measured against each other). It
+/// replaced a kernel of four threads a query row, which was 1.4-2.3x slower on the H200
 /// (docs/perf/engine.md, "2026-12-06, late night").
 /// By default the tensor cores take 64-row tiles unless that makes fewer
 /// blocks than SMs over at most 256 x 256 scores a (batch, head): then
@@ -297,13 +298,14 @@ inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq
     l.blocks_y = tiles(rows64 ? 64 : 32);
     return l;
   }
-  if (forced == "wgmma" && wgmma_fits) {
-    l.kernel = attention_kernel::wgmma_rows128;
+  if ((forced == "wgmma" || forced == "wgmma_overlap") && wgmma_fits) {
+    l.kernel = forced == "wgmma" ? attention_kernel::wgmma_rows128
+                                 : attention_kernel::wgmma_overlap_rows128;
     l.blocks_y = tiles(k_attention_wgmma_rows);
     return l;
   }
-  // Any other name (another dtype's kernel, decode_scalar, wgmma where it does not fit) picks
-  // as "" does.
+  // Any other name (another dtype's kernel, decode_scalar, wgmma or wgmma_overlap where it does
+  // not fit) picks as "" does.
   const bool picks = forced != "mma" && forced != "halves" && forced != "split_keys";
   const bool few = blocks64 < sms && sq * sk <= 256 * 256;
   const bool split = forced == "split_keys" || (picks && few);

@@ -259,6 +259,24 @@ __device__ __forceinline__ void scores(float (&s)[Keys / 8][4], std::uint32_t q_
   fence_registers(s);
 }
 
+// The same product issued and not waited for (attention_wgmma_overlap.cu): no wgmma.fence, no
+// commit, no wait, and s not zeroed (the first k-step overwrites it). The caller fences, commits
+// and waits, and leaves s alone until its group is done.
+template <class T, int Dim, int Keys, int QRows>
+__device__ __forceinline__ void issue_scores(float (&s)[Keys / 8][4], std::uint32_t q_tile,
+                                             int first_row, std::uint32_t k_tile) {
+#pragma unroll
+  for (int kk = 0; kk < Dim / 16; ++kk) {
+    const auto step = static_cast<std::uint32_t>((kk % 4) * 32);
+    const std::uint32_t a =
+        q_tile +
+        static_cast<std::uint32_t>((kk / 4) * QRows * k_row_bytes + first_row * k_row_bytes) + step;
+    const std::uint32_t b =
+        k_tile + static_cast<std::uint32_t>((kk / 4) * Keys * k_row_bytes) + step;
+    product_ss<T, Keys>(s, k_major(a), k_major(b), kk > 0 ? 1 : 0);
+  }
+}
+
 template <class T>
 __device__ __forceinline__ std::uint32_t pack_pair(float lo, float hi) {
   if constexpr (std::is_same_v<T, __half>) {
@@ -306,6 +324,20 @@ __device__ __forceinline__ void accumulate(float (&o)[Dim / 8][4], std::uint32_t
   commit();
   wait<0>();
   fence_registers(o);
+}
+
+// accumulate's products issued and not waited for (attention_wgmma_overlap.cu): no wgmma.fence,
+// no commit, no wait. The caller fences, commits and waits, and leaves o and p alone until its
+// group is done.
+template <class T, int Dim, int Keys>
+__device__ __forceinline__ void issue_accumulate(float (&o)[Dim / 8][4],
+                                                 const std::uint32_t (&p)[Keys / 16][4],
+                                                 std::uint32_t v_tile) {
+#pragma unroll
+  for (int kk = 0; kk < Keys / 16; ++kk) {
+    const std::uint32_t b = v_tile + static_cast<std::uint32_t>(kk * 16 * k_row_bytes);
+    product_rs<T, Dim>(o, p[kk], mn_major(b, Keys * k_row_bytes), 1);
+  }
 }
 
 }  // namespace coolbench::engine::cuda::wgmma
