@@ -213,10 +213,11 @@ if want attention-ncu; then
   fi
 fi
 if want attention; then
-  # The fused attention's GPU tests, then each kernel forced against PyTorch's SDPA kernels
+  # The fused attention's GPU tests (wgmma_test: the sm_90a kernels' pieces alone), then each
+  # kernel forced against PyTorch's SDPA kernels
   # (bench/attention_vs_torch.py; attention_bench's whole table in attention-bench.txt).
   # COOLBENCH_ATTN_ARGS passes options, e.g. "--only decode" or "--rounds 2".
-  ctest --test-dir build --output-on-failure -R "cuda_attention|launch_shapes" \
+  ctest --test-dir build --output-on-failure -R "cuda_attention|launch_shapes|wgmma_test" \
     >"$out/attention-ctest.log" 2>&1
   grep -E "Test +#|tests passed|Failure|FAILED|SKIPPED" "$out/attention-ctest.log" | tee -a "$log"
   # shellcheck disable=SC2086 # options
