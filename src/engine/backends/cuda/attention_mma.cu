@@ -328,43 +328,24 @@ void launch_kernel(const T* q, const T* k, const T* v, const T* bias, const bool
   check_launch();
 }
 
+}  // namespace
+
 // Each score form a kernel of its own (score_form): a score's adjustment is unrolled 32 times
 // a tile, and with the bias's and mask's paths in every copy the code outgrew the instruction
 // cache (docs/perf/engine.md, 2026-12-06 morning); the general form's runtime steps and
 // branches took a BERT layer's padding bias to twice the instructions of no bias (ncu and the
 // SASS: docs/perf/engine.md, "2026-12-06, late").
-// l.general_scores (COOLBENCH_ATTENTION_SCORES=general) runs every launch in the general form,
-// for comparisons (attention_bench's "general" column) and tests.
-template <class T, int Dim>
-void launch(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
-            const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
-  if (l.general_scores) {
-    launch_kernel<T, Dim, score_form::general>(q, k, v, bias, mask, out, p, l, stream);
-  } else if (bias == nullptr && mask == nullptr) {
-    launch_kernel<T, Dim, score_form::plain>(q, k, v, bias, mask, out, p, l, stream);
-  } else if (mask == nullptr && bias_rows_pair_aligned(bias, p)) {
-    launch_kernel<T, Dim, score_form::bias_rows>(q, k, v, bias, mask, out, p, l, stream);
-  } else {
-    launch_kernel<T, Dim, score_form::general>(q, k, v, bias, mask, out, p, l, stream);
-  }
-}
-
-}  // namespace
-
+// with_score_form (attention_mma.cuh) picks it.
 void launch_mma_attention(dtype type, const void* q, const void* k, const void* v, const void* bias,
                           const bool* mask, void* out, const attention_plan& p,
                           const attention_launch& l, void* stream) {
-  dispatch(type, type_list<__half, __nv_bfloat16>{}, [&](auto t) {
+  dispatch_16bit_head_dim(type, p.head_dim, [&](auto t, auto dim) {
     using T = typename decltype(t)::type;
-    const auto args = [&](auto run) {
-      run(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+    with_score_form(bias, mask, p, l.general_scores, [&](auto form) {
+      launch_kernel<T, decltype(dim)::value, decltype(form)::value>(
+          static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
           static_cast<const T*>(bias), mask, static_cast<T*>(out), p, l, as_stream(stream));
-    };
-    if (p.head_dim <= 64) {
-      args(launch<T, 64>);
-    } else {
-      args(launch<T, 128>);
-    }
+    });
   });
 }
 

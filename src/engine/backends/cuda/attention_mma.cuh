@@ -420,6 +420,36 @@ inline bool bias_rows_pair_aligned(const void* bias, const attention_plan& p) {
          p.bias_stride[1] % 2 == 0 && p.bias_stride[2] % 2 == 0;
 }
 
+// Calls `launch` with the score form (a std::integral_constant<score_form, ...>) a launch of
+// the mma and wgmma kernels takes: plain without a bias or mask, bias_rows for a bias alone
+// that bias_rows_pair_aligned reads right, general otherwise and wherever `general_scores`
+// (COOLBENCH_ATTENTION_SCORES=general: attention_bench's "general" column and the tests).
+template <class Launch>
+void with_score_form(const void* bias, const bool* mask, const attention_plan& p,
+                     bool general_scores, Launch&& launch) {
+  if (!general_scores && bias == nullptr && mask == nullptr) {
+    launch(std::integral_constant<score_form, score_form::plain>{});
+  } else if (!general_scores && mask == nullptr && bias_rows_pair_aligned(bias, p)) {
+    launch(std::integral_constant<score_form, score_form::bias_rows>{});
+  } else {
+    launch(std::integral_constant<score_form, score_form::general>{});
+  }
+}
+
+// Calls `run` with the 16-bit element type (tag<__half> or tag<__nv_bfloat16>, as
+// dispatch passes it) and the head dim the kernels are built for (a std::integral_constant:
+// 64 up to 64, 128 above, the columns past head_dim zero-filled).
+template <class Run>
+void dispatch_16bit_head_dim(dtype type, std::int64_t head_dim, Run&& run) {
+  dispatch(type, type_list<__half, __nv_bfloat16>{}, [&](auto t) {
+    if (head_dim <= 64) {
+      run(t, std::integral_constant<int, 64>{});
+    } else {
+      run(t, std::integral_constant<int, 128>{});
+    }
+  });
+}
+
 // A tile of keys [n0, n0 + Keys) as this thread's two rows see it: the tile's columns below
 // visible[i] (the keys, and the causal flag's limit), and the bias and mask of the thread's
 // first column (tig * 2) in the tile.

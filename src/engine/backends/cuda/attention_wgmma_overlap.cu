@@ -230,37 +230,21 @@ void launch_kernel(const T* q, const T* k, const T* v, const T* bias, const bool
   check_launch();
 }
 
-// The score forms of attention_wgmma.cu: none (no bias, no mask), a padding bias of 4-byte
-// pairs along the keys (bias_rows) and the general one.
-template <class T, int Dim>
-void launch(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
-            const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
-  if (!l.general_scores && bias == nullptr && mask == nullptr) {
-    launch_kernel<T, Dim, score_form::plain>(q, k, v, bias, mask, out, p, l, stream);
-  } else if (!l.general_scores && mask == nullptr && bias_rows_pair_aligned(bias, p)) {
-    launch_kernel<T, Dim, score_form::bias_rows>(q, k, v, bias, mask, out, p, l, stream);
-  } else {
-    launch_kernel<T, Dim, score_form::general>(q, k, v, bias, mask, out, p, l, stream);
-  }
-}
-
 }  // namespace
 
+// The score form with_score_form picks (attention_mma.cuh): plain, BERT's padding bias
+// (bias_rows) or the general one.
 void launch_wgmma_overlap_attention(dtype type, const void* q, const void* k, const void* v,
                                     const void* bias, const bool* mask, void* out,
                                     const attention_plan& p, const attention_launch& l,
                                     void* stream) {
-  dispatch(type, type_list<__half, __nv_bfloat16>{}, [&](auto t) {
+  dispatch_16bit_head_dim(type, p.head_dim, [&](auto t, auto dim) {
     using T = typename decltype(t)::type;
-    const auto args = [&](auto run) {
-      run(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+    with_score_form(bias, mask, p, l.general_scores, [&](auto form) {
+      launch_kernel<T, decltype(dim)::value, decltype(form)::value>(
+          static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
           static_cast<const T*>(bias), mask, static_cast<T*>(out), p, l, as_stream(stream));
-    };
-    if (p.head_dim <= 64) {
-      args(launch<T, 64>);
-    } else {
-      args(launch<T, 128>);
-    }
+    });
   });
 }
 
