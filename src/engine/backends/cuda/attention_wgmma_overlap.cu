@@ -1,6 +1,6 @@
 // coolbench.Attention's Hopper prefill kernel with the softmax overlapping a
-// product (the design memo's Step B, /work/keep/wgmma-plan.md §5; float16,
-// bfloat16; sm_90a, built beside attention_wgmma.cu). Forced only
+// product (the second step after attention_wgmma.cu's kernel, which waits for
+// each product; float16, bfloat16; sm_90a, built beside attention_wgmma.cu). Forced only
 // (COOLBENCH_ATTENTION_KERNEL=wgmma_overlap, where attention_wgmma_fits:
 // launch_shapes.hpp): it has not run on a GPU yet.
 //
