@@ -96,6 +96,39 @@ void expect_tile(const std::vector<float>& got, const std::vector<double>& want,
 
 const char* name_of(bool bf16) { return bf16 ? "bfloat16" : "float16"; }
 
+// The host's S = Q Kᵀ: Q k_rows x dim, K k_keys x dim, both row-major.
+std::vector<double> host_scores(const std::vector<float>& q, const std::vector<float>& k, int dim) {
+  std::vector<double> s(static_cast<std::size_t>(k_rows) * k_keys, 0.0);
+  for (int r = 0; r < k_rows; ++r) {
+    for (int j = 0; j < k_keys; ++j) {
+      double sum = 0;
+      for (int c = 0; c < dim; ++c) {
+        sum += static_cast<double>(q[static_cast<std::size_t>(r) * dim + c]) *
+               k[static_cast<std::size_t>(j) * dim + c];
+      }
+      s[static_cast<std::size_t>(r) * k_keys + j] = sum;
+    }
+  }
+  return s;
+}
+
+// The host's O = start + P V: P k_rows x k_keys, V k_keys x dim, both row-major.
+std::vector<double> host_product(const std::vector<float>& p, const std::vector<float>& v, int dim,
+                                 float start) {
+  std::vector<double> o(static_cast<std::size_t>(k_rows) * dim, 0.0);
+  for (int r = 0; r < k_rows; ++r) {
+    for (int c = 0; c < dim; ++c) {
+      double sum = start;
+      for (int j = 0; j < k_keys; ++j) {
+        sum += static_cast<double>(p[static_cast<std::size_t>(r) * k_keys + j]) *
+               v[static_cast<std::size_t>(j) * dim + c];
+      }
+      o[static_cast<std::size_t>(r) * dim + c] = sum;
+    }
+  }
+  return o;
+}
+
 // The copy alone: chunk c (16 bytes, 8 elements) of row r of column block b sits at
 // b * 128 rows * 128 bytes + r * 128 + (c ^ r % 8) * 16; rows past `rows` and columns past
 // `columns` zero.
@@ -135,17 +168,7 @@ TEST(wgmma, scores_tile_of_two_warpgroups_matches_the_host) {
     for (const int dim : {64, 128}) {
       const std::vector<float> q = eighths(static_cast<std::size_t>(k_rows) * dim, 1);
       const std::vector<float> k = eighths(static_cast<std::size_t>(k_keys) * dim, 2);
-      std::vector<double> want(static_cast<std::size_t>(k_rows) * k_keys, 0.0);
-      for (int r = 0; r < k_rows; ++r) {
-        for (int j = 0; j < k_keys; ++j) {
-          double sum = 0;
-          for (int c = 0; c < dim; ++c) {
-            sum += static_cast<double>(q[static_cast<std::size_t>(r) * dim + c]) *
-                   k[static_cast<std::size_t>(j) * dim + c];
-          }
-          want[static_cast<std::size_t>(r) * k_keys + j] = sum;
-        }
-      }
+      const std::vector<double> want = host_scores(q, k, dim);
       const std::vector<float> got =
           wgmma_test::scores(bf16, dim, bits_of(q, bf16), bits_of(k, bf16));
       expect_tile(got, want, k_keys,
@@ -166,17 +189,7 @@ TEST(wgmma, probabilities_times_v_match_the_host) {
     for (const int dim : {64, 128}) {
       const std::vector<float> p = eighths(static_cast<std::size_t>(k_rows) * k_keys, 3);
       const std::vector<float> v = eighths(static_cast<std::size_t>(k_keys) * dim, 4);
-      std::vector<double> want(static_cast<std::size_t>(k_rows) * dim, 0.0);
-      for (int r = 0; r < k_rows; ++r) {
-        for (int c = 0; c < dim; ++c) {
-          double sum = start;
-          for (int j = 0; j < k_keys; ++j) {
-            sum += static_cast<double>(p[static_cast<std::size_t>(r) * k_keys + j]) *
-                   v[static_cast<std::size_t>(j) * dim + c];
-          }
-          want[static_cast<std::size_t>(r) * dim + c] = sum;
-        }
-      }
+      const std::vector<double> want = host_product(p, v, dim, start);
       const std::vector<float> got = wgmma_test::product(bf16, dim, p, bits_of(v, bf16), start);
       expect_tile(got, want, dim,
                   std::string("P V ") + name_of(bf16) + " dim " + std::to_string(dim) +
@@ -199,30 +212,10 @@ TEST(wgmma, scores_and_product_in_flight_together_match_the_host) {
       const std::vector<float> k = eighths(static_cast<std::size_t>(k_keys) * dim, 2);
       const std::vector<float> p = eighths(static_cast<std::size_t>(k_rows) * k_keys, 3);
       const std::vector<float> v = eighths(static_cast<std::size_t>(k_keys) * dim, 4);
-      std::vector<double> scores(static_cast<std::size_t>(k_rows) * k_keys, 0.0);
-      std::vector<double> doubled(scores.size(), 0.0);
-      for (int r = 0; r < k_rows; ++r) {
-        for (int j = 0; j < k_keys; ++j) {
-          double sum = 0;
-          for (int c = 0; c < dim; ++c) {
-            sum += static_cast<double>(q[static_cast<std::size_t>(r) * dim + c]) *
-                   k[static_cast<std::size_t>(j) * dim + c];
-          }
-          scores[static_cast<std::size_t>(r) * k_keys + j] = sum;
-          doubled[static_cast<std::size_t>(r) * k_keys + j] = 2 * sum;
-        }
-      }
-      std::vector<double> output(static_cast<std::size_t>(k_rows) * dim, 0.0);
-      for (int r = 0; r < k_rows; ++r) {
-        for (int c = 0; c < dim; ++c) {
-          double sum = start;
-          for (int j = 0; j < k_keys; ++j) {
-            sum += static_cast<double>(p[static_cast<std::size_t>(r) * k_keys + j]) *
-                   v[static_cast<std::size_t>(j) * dim + c];
-          }
-          output[static_cast<std::size_t>(r) * dim + c] = sum;
-        }
-      }
+      const std::vector<double> scores = host_scores(q, k, dim);
+      std::vector<double> doubled = scores;
+      for (double& x : doubled) x *= 2;
+      const std::vector<double> output = host_product(p, v, dim, start);
       const wgmma_test::overlapped_result got = wgmma_test::overlapped(
           bf16, dim, bits_of(q, bf16), bits_of(k, bf16), p, bits_of(v, bf16), start);
       const std::string what = std::string(name_of(bf16)) + " dim " + std::to_string(dim);

@@ -301,16 +301,6 @@ __global__ void __launch_bounds__(mma::k_threads, Dim <= 64 || Form == score_for
   store_rows<T, Dim>(r, p, at, g, tig, out);
 }
 
-// Opts `kernel` in to `bytes` of dynamic shared memory (over the default 48 KB for some) and
-// launches it.
-template <class... Args>
-void launch_opted_in(void (*kernel)(Args...), dim3 grid, int threads, std::size_t bytes,
-                     cudaStream_t stream, Args... args) {
-  COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(bytes)));
-  kernel<<<grid, threads, bytes, stream>>>(args...);
-}
-
 template <class T, int Dim, score_form Form>
 void launch_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
                    const attention_plan& p, const attention_launch& l, cudaStream_t stream) {

@@ -420,6 +420,16 @@ inline bool bias_rows_pair_aligned(const void* bias, const attention_plan& p) {
          p.bias_stride[1] % 2 == 0 && p.bias_stride[2] % 2 == 0;
 }
 
+// Opts `kernel` in to `bytes` of dynamic shared memory (over the default 48 KB for some: the mma
+// and wgmma kernels) and launches it.
+template <class... Args>
+void launch_opted_in(void (*kernel)(Args...), dim3 grid, int threads, std::size_t bytes,
+                     cudaStream_t stream, Args... args) {
+  COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(bytes)));
+  kernel<<<grid, threads, bytes, stream>>>(args...);
+}
+
 // Calls `launch` with the score form (a std::integral_constant<score_form, ...>) a launch of
 // the mma and wgmma kernels takes: plain without a bias or mask, bias_rows for a bias alone
 // that bias_rows_pair_aligned reads right, general otherwise and wherever `general_scores`

@@ -39,24 +39,13 @@
 // equally).
 #include "engine/backends/cuda/attention_common.cuh"
 #include "engine/backends/cuda/attention_mma.cuh"
+#include "engine/backends/cuda/attention_wgmma.cuh"
 #include "engine/backends/cuda/wgmma.cuh"
 
 namespace coolbench::engine::cuda {
 namespace {
 
-constexpr int k_block_rows = 128;  // query rows a block
-constexpr int k_warpgroup_rows = 64;
-constexpr int k_tile_keys = 128;
-constexpr int k_block_threads = 2 * wgmma::k_warpgroup_threads;
-
-template <int Dim>
-constexpr std::uint32_t q_bytes = k_block_rows* Dim * 2;
-template <int Dim>
-constexpr std::uint32_t kv_bytes = k_tile_keys* Dim * 2;  // one K or V tile
-// Q, two stages of K, two of V, plus the 1024 bytes the base may need to reach alignment.
-template <int Dim>
-constexpr std::size_t shared_bytes = q_bytes<Dim> + 4 * std::size_t{kv_bytes<Dim>} + 1024;
-static_assert(shared_bytes<128> <= 227 * 1024, "an H100's shared memory a block");
+using namespace wgmma_block;  // the block both Hopper kernels take
 
 // The softmax of one tile's adjusted scores `s` (each row's largest of the tile in tile_peak),
 // without touching the output: the scores become 2^((x - base) · unit) for the new running
@@ -127,16 +116,7 @@ __global__ void __launch_bounds__(k_block_threads, 1)
   if (at.end > 0) copy_tile(k_tile(0), kb, p.k_stride[2], 0);  // in flight with the query rows
   wgmma::commit_copies();
   const score_rows<T> rows = rows_at(p, at, at.m0 + r0, bias, mask);
-  // One past the last key any row of this warpgroup sees (none where its rows all lie past sq):
-  // the same for its 128 threads, so its wgmmas stay convergent.
-  std::int64_t warpgroup_end = at.end;
-  const std::int64_t warpgroup_m0 = at.m0 + first_row;
-  if (warpgroup_m0 >= p.sq) {
-    warpgroup_end = 0;
-  } else if (p.causal) {
-    const std::int64_t last = warpgroup_m0 + k_warpgroup_rows - 1 + p.sk - p.sq;
-    warpgroup_end = last + 1 < warpgroup_end ? last + 1 : warpgroup_end;
-  }
+  const std::int64_t warpgroup_end = warpgroup_keys_end(p, at, first_row);
   const std::int64_t tiles = (at.end + k_tile_keys - 1) / k_tile_keys;  // the block's
   const std::int64_t warpgroup_tiles = (warpgroup_end + k_tile_keys - 1) / k_tile_keys;
   // The plain form's scores in base 2 (the header); the others as attention_mma.cuh has them.
@@ -221,12 +201,9 @@ __global__ void __launch_bounds__(k_block_threads, 1)
 template <class T, int Dim, score_form Form>
 void launch_kernel(const T* q, const T* k, const T* v, const T* bias, const bool* mask, T* out,
                    const attention_plan& p, const attention_launch& l, cudaStream_t stream) {
-  const auto kernel = wgmma_overlap_kernel<T, Dim, Form>;
-  constexpr std::size_t bytes = shared_bytes<Dim>;
-  COOLBENCH_CUDA_CALL(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(bytes)));
   const dim3 grid(static_cast<unsigned>(l.blocks_x), static_cast<unsigned>(l.blocks_y));
-  kernel<<<grid, k_block_threads, bytes, stream>>>(q, k, v, bias, mask, out, p);
+  launch_opted_in(wgmma_overlap_kernel<T, Dim, Form>, grid, k_block_threads, shared_bytes<Dim>,
+                  stream, q, k, v, bias, mask, out, p);
   check_launch();
 }
 

@@ -232,36 +232,14 @@ __device__ __forceinline__ void product_rs(float (&d)[N / 8][4], const std::uint
 #undef COOLBENCH_WG_SS
 #undef COOLBENCH_WG_RS
 
-// The warpgroup's 64 x Keys scores s = Q Kᵀ over Dim columns, waited for: its 64 query rows
-// from row `first_row` (a multiple of 8) of the swizzled Q tile of QRows rows at `q_tile`,
-// the keys the Keys rows of the K tile at `k_tile`. A k-step of 16 columns is 32 bytes along
-// the rows inside a 64-column block (the start address + 32 bytes: the hardware swizzles the
-// final address), the next block 4 steps on. [Uncertain: the +32-byte step inside a swizzled
-// row is CUTLASS's practice, not the ISA's text; tests/engine/wgmma_test.cpp checks it.]
-template <class T, int Dim, int Keys, int QRows>
-__device__ __forceinline__ void scores(float (&s)[Keys / 8][4], std::uint32_t q_tile, int first_row,
-                                       std::uint32_t k_tile) {
-#pragma unroll
-  for (int i = 0; i < Keys / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0;
-  fence();
-#pragma unroll
-  for (int kk = 0; kk < Dim / 16; ++kk) {
-    const auto step = static_cast<std::uint32_t>((kk % 4) * 32);
-    const std::uint32_t a =
-        q_tile +
-        static_cast<std::uint32_t>((kk / 4) * QRows * k_row_bytes + first_row * k_row_bytes) + step;
-    const std::uint32_t b =
-        k_tile + static_cast<std::uint32_t>((kk / 4) * Keys * k_row_bytes) + step;
-    product_ss<T, Keys>(s, k_major(a), k_major(b), kk > 0 ? 1 : 0);
-  }
-  commit();
-  wait<0>();
-  fence_registers(s);
-}
-
-// The same product issued and not waited for (attention_wgmma_overlap.cu): no wgmma.fence, no
-// commit, no wait, and s not zeroed (the first k-step overwrites it). The caller fences, commits
-// and waits, and leaves s alone until its group is done.
+// The warpgroup's 64 x Keys scores s = Q Kᵀ over Dim columns, issued and not waited for (the
+// caller fences, commits, waits, and leaves s alone until its group is done; the first k-step
+// overwrites s): its 64 query rows from row `first_row` (a multiple of 8) of the swizzled Q tile
+// of QRows rows at `q_tile`, the keys the Keys rows of the K tile at `k_tile`. A k-step of 16
+// columns is 32 bytes along the rows inside a 64-column block (the start address + 32 bytes: the
+// hardware swizzles the final address), the next block 4 steps on. [Once uncertain: the +32-byte
+// step inside a swizzled row is CUTLASS's practice, not the ISA's text; tests/engine/wgmma_test.cpp
+// checked it on an H100.]
 template <class T, int Dim, int Keys, int QRows>
 __device__ __forceinline__ void issue_scores(float (&s)[Keys / 8][4], std::uint32_t q_tile,
                                              int first_row, std::uint32_t k_tile) {
@@ -275,6 +253,19 @@ __device__ __forceinline__ void issue_scores(float (&s)[Keys / 8][4], std::uint3
         k_tile + static_cast<std::uint32_t>((kk / 4) * Keys * k_row_bytes) + step;
     product_ss<T, Keys>(s, k_major(a), k_major(b), kk > 0 ? 1 : 0);
   }
+}
+
+// issue_scores waited for (attention_wgmma.cu).
+template <class T, int Dim, int Keys, int QRows>
+__device__ __forceinline__ void scores(float (&s)[Keys / 8][4], std::uint32_t q_tile, int first_row,
+                                       std::uint32_t k_tile) {
+#pragma unroll
+  for (int i = 0; i < Keys / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0;
+  fence();
+  issue_scores<T, Dim, Keys, QRows>(s, q_tile, first_row, k_tile);
+  commit();
+  wait<0>();
+  fence_registers(s);
 }
 
 template <class T>
@@ -306,29 +297,11 @@ __device__ __forceinline__ void pack_probabilities(const float (&s)[Keys / 8][4]
   }
 }
 
-// o += P V, waited for: P the warpgroup's 64 x Keys probabilities (pack_probabilities), V the
-// swizzled Keys x Dim tile at `v_tile`, read transposed (MN-major): key step kk is 16 rows on,
-// 2048 bytes (still 1024-byte aligned); the head dim's second 64-column block is Keys x 128
-// bytes on (the leading byte offset).
-template <class T, int Dim, int Keys>
-__device__ __forceinline__ void accumulate(float (&o)[Dim / 8][4], std::uint32_t (&p)[Keys / 16][4],
-                                           std::uint32_t v_tile) {
-  fence_registers(o);
-  fence_registers(p);
-  fence();
-#pragma unroll
-  for (int kk = 0; kk < Keys / 16; ++kk) {
-    const std::uint32_t b = v_tile + static_cast<std::uint32_t>(kk * 16 * k_row_bytes);
-    product_rs<T, Dim>(o, p[kk], mn_major(b, Keys * k_row_bytes), 1);
-  }
-  commit();
-  wait<0>();
-  fence_registers(o);
-}
-
-// accumulate's products issued and not waited for (attention_wgmma_overlap.cu): no wgmma.fence,
-// no commit, no wait. The caller fences, commits and waits, and leaves o and p alone until its
-// group is done.
+// o += P V, issued and not waited for (the caller fences, commits, waits, and leaves o and p
+// alone until its group is done): P the warpgroup's 64 x Keys probabilities
+// (pack_probabilities), V the swizzled Keys x Dim tile at `v_tile`, read transposed (MN-major):
+// key step kk is 16 rows on, 2048 bytes (still 1024-byte aligned); the head dim's second
+// 64-column block is Keys x 128 bytes on (the leading byte offset).
 template <class T, int Dim, int Keys>
 __device__ __forceinline__ void issue_accumulate(float (&o)[Dim / 8][4],
                                                  const std::uint32_t (&p)[Keys / 16][4],
@@ -338,6 +311,19 @@ __device__ __forceinline__ void issue_accumulate(float (&o)[Dim / 8][4],
     const std::uint32_t b = v_tile + static_cast<std::uint32_t>(kk * 16 * k_row_bytes);
     product_rs<T, Dim>(o, p[kk], mn_major(b, Keys * k_row_bytes), 1);
   }
+}
+
+// issue_accumulate waited for (attention_wgmma.cu).
+template <class T, int Dim, int Keys>
+__device__ __forceinline__ void accumulate(float (&o)[Dim / 8][4], std::uint32_t (&p)[Keys / 16][4],
+                                           std::uint32_t v_tile) {
+  fence_registers(o);
+  fence_registers(p);
+  fence();
+  issue_accumulate<T, Dim, Keys>(o, p, v_tile);
+  commit();
+  wait<0>();
+  fence_registers(o);
 }
 
 }  // namespace coolbench::engine::cuda::wgmma
