@@ -12,6 +12,7 @@ them, and numpy only where arrays are made (`--from` needs neither).
 import dataclasses
 import os
 import sys
+import types
 
 SEED = 1234
 OPSET = 18
@@ -91,6 +92,38 @@ def parse_config(text, size="full"):
     return Config(model, dtype, batch, seq, past)
 
 
+# transformers' defaults of the sizes the inputs, the ONNX names and work() read, written
+# out so that neither a coolbench process nor the parent imports transformers (which imports
+# torch) for them: 2 s of a coolbench process's build_s on a CPU (of 2), more on the GPU
+# machine. dims() is them under SIZES; build_module checks them against the configuration it
+# builds the model from (check_dims), and so does a test.
+DEFAULTS = {
+    "gpt2": dict(n_layer=12, n_embd=768, n_head=12, vocab_size=50257, n_positions=1024),
+    "bert": dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12,
+                 num_attention_heads=12, intermediate_size=3072, max_position_embeddings=512,
+                 type_vocab_size=2),
+    "vit": dict(image_size=224, patch_size=16, num_channels=3, hidden_size=768,
+                num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+                num_labels=2),
+}
+
+
+def dims(model, size):
+    """The sizes of MODEL at SIZE that the bench reads, as attributes (cfg.n_layer), without
+    importing transformers."""
+    return types.SimpleNamespace(**{**DEFAULTS[model], **SIZES[size][model]})
+
+
+def check_dims(model, size, cfg):
+    """Raises where transformers' configuration `cfg` disagrees with dims(): DEFAULTS is
+    out of date for this transformers."""
+    wrong = {k: (v, getattr(cfg, k, None)) for k, v in vars(dims(model, size)).items()
+             if getattr(cfg, k, None) != v}
+    if wrong:
+        raise ValueError(f"{model} at size {size}: DEFAULTS (table, transformers) differ: "
+                         f"{wrong}")
+
+
 def gpt2_config(size):
     import transformers
     return transformers.GPT2Config(**SIZES[size]["gpt2"])
@@ -159,9 +192,12 @@ def build_module(config, size, device):
         module = (_gpt2_with_past_class()(model) if config.past
                   else gpt2_tools.LogitsOnly(model))
     elif config.model == "bert":
-        module = export_models.BertOutputs(transformers.BertModel(bert_config(size)))
+        model = transformers.BertModel(bert_config(size))
+        module = export_models.BertOutputs(model)
     else:
-        module = export_models.Logits(transformers.ViTForImageClassification(vit_config(size)))
+        model = transformers.ViTForImageClassification(vit_config(size))
+        module = export_models.Logits(model)
+    check_dims(config.model, size, model.config)
     dtype = getattr(torch, DTYPES[config.dtype])
     return module.eval().to(device=device, dtype=dtype)
 
@@ -169,7 +205,7 @@ def build_module(config, size, device):
 def input_names(config, size):
     if config.model == "gpt2":
         names = ["input_ids"]
-        for layer in range(gpt2_config(size).n_layer if config.past else 0):
+        for layer in range(dims("gpt2", size).n_layer if config.past else 0):
             names += [f"past_key_{layer}", f"past_value_{layer}"]
         return names
     if config.model == "bert":
@@ -180,7 +216,7 @@ def input_names(config, size):
 def output_names(config, size):
     if config.model == "gpt2":
         names = ["logits"]
-        for layer in range(gpt2_config(size).n_layer if config.past else 0):
+        for layer in range(dims("gpt2", size).n_layer if config.past else 0):
             names += [f"present_key_{layer}", f"present_value_{layer}"]
         return names
     if config.model == "bert":
@@ -196,17 +232,17 @@ def make_inputs(config, size):
     rng = np.random.default_rng([SEED, config.batch, config.seq, config.past])
     b, s = config.batch, config.seq
     if config.model == "gpt2":
-        cfg = gpt2_config(size)
+        cfg = dims("gpt2", size)
         arrays = [rng.integers(0, cfg.vocab_size, (b, s), dtype=np.int64)]
         head = cfg.n_embd // cfg.n_head
         for _ in range(2 * cfg.n_layer if config.past else 0):
             arrays.append(rng.standard_normal((b, cfg.n_head, config.past, head), np.float32))
         return arrays
     if config.model == "bert":
-        cfg = bert_config(size)
+        cfg = dims("bert", size)
         ids = rng.integers(0, cfg.vocab_size, (b, s), dtype=np.int64)
         return [ids, np.ones_like(ids), np.zeros_like(ids)]
-    cfg = vit_config(size)
+    cfg = dims("vit", size)
     return [rng.standard_normal((b, cfg.num_channels, cfg.image_size, cfg.image_size),
                                 np.float32)]
 
@@ -312,9 +348,10 @@ WORK_COUNTS = "work_counts.json"  # in the work folder: work() of each configura
 
 def write_work_counts(folder, configs, size):
     """work() of each configuration, once, into FOLDER/work_counts.json: a
-    child reads its configuration's there instead of importing transformers
-    for the model's sizes (11-17 s a process on the H100 machine, 2026-12-07,
-    where coolbench's own setup and measure took about 5 s)."""
+    child reads its configuration's there. (work() imported transformers for
+    the model's sizes then, 11-17 s a process on the H100 machine, 2026-12-07,
+    where coolbench's own setup and measure took about 5 s; it reads dims()
+    now.)"""
     import json
     counts = {f"{size}/{c.key}": work(c, size) for c in configs}
     path = os.path.join(folder, WORK_COUNTS)
@@ -343,7 +380,7 @@ def work(config, size="full"):
     b, s, p = config.batch, config.seq, config.past
     width = DTYPE_BYTES[config.dtype]
     if config.model == "gpt2":
-        c = gpt2_config(size)
+        c = dims("gpt2", size)
         d, layers, vocab = c.n_embd, c.n_layer, c.vocab_size
         params = vocab * d + c.n_positions * d + layers * (12 * d * d + 13 * d) + 2 * d
         tokens = b * s
@@ -351,7 +388,7 @@ def work(config, size="full"):
         inputs = tokens * 8 + (2 * layers * b * p * d * width)
         outputs = tokens * vocab * width + (2 * layers * b * (s + p) * d * width if p else 0)
     elif config.model == "bert":
-        c = bert_config(size)
+        c = dims("bert", size)
         d, layers, inner = c.hidden_size, c.num_hidden_layers, c.intermediate_size
         params = ((c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * d + 2 * d
                   + layers * (4 * d * d + 2 * d * inner + 9 * d + inner) + d * d + d)
@@ -361,7 +398,7 @@ def work(config, size="full"):
         inputs = 3 * tokens * 8
         outputs = (tokens * d + b * d) * width
     else:
-        c = vit_config(size)
+        c = dims("vit", size)
         d, layers, inner = c.hidden_size, c.num_hidden_layers, c.intermediate_size
         patch = c.num_channels * c.patch_size ** 2
         patches = (c.image_size // c.patch_size) ** 2

@@ -382,3 +382,38 @@ def test_a_dirty_tree_is_named_by_its_files(tmp_path):
     second = report.tree_suffix(str(tmp_path))
     assert second != first
     assert git("status", "--porcelain").splitlines() == [" M a.txt", "?? new.txt"]
+
+
+def test_dims_are_transformers_defaults():
+    """dims() (the sizes written out, so a coolbench process never imports transformers) agree
+    with transformers' configurations at both sizes."""
+    pytest.importorskip("transformers", reason="transformers is not installed")
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import vs_torch_models as models
+    built = {"gpt2": models.gpt2_config, "bert": models.bert_config, "vit": models.vit_config}
+    for size in ("full", "tiny"):
+        for model, make in built.items():
+            cfg = make(size)
+            models.check_dims(model, size, cfg)  # raises where they differ
+            for name, value in vars(models.dims(model, size)).items():
+                assert getattr(cfg, name) == value, (model, size, name)
+    cfg = models.gpt2_config("tiny")
+    cfg.n_layer += 1
+    with pytest.raises(ValueError, match="n_layer"):
+        models.check_dims("gpt2", "tiny", cfg)
+
+
+def test_coolbench_process_needs_neither_torch_nor_transformers():
+    """What a coolbench process and the parent compute (inputs, feeds, names, work) comes from
+    dims(): neither imports torch nor transformers."""
+    code = ("import sys; sys.path.insert(0, 'bench'); import vs_torch_models as m\n"
+            "for key in ('gpt2:fp16:1:128', 'gpt2:fp16:8:1+128', 'bert:fp16:1:128', "
+            "'vit:fp16:1'):\n"
+            "    c = m.parse_config(key)\n"
+            "    m.to_feeds(m.make_inputs(c, 'full'), c, 'full'); m.output_names(c, 'full')\n"
+            "    m.work(c)\n"
+            "print(sorted(n for n in ('torch', 'transformers') if n in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
