@@ -150,7 +150,7 @@ def _gpt2_with_past_class():
     import torch
     import transformers
     _tools()
-    from export_gpt2_torch import cache_layer
+    from torch_wrappers import cache_layer
 
     class GPT2WithPast(torch.nn.Module):
         """input_ids and every layer's past key and value in; logits and every
@@ -183,20 +183,19 @@ def build_module(config, size, device):
     import torch
     import transformers
     _tools()
-    import export_gpt2_torch as gpt2_tools
-    import export_models
+    import torch_wrappers  # not export_models: it imports onnx, which no measure needs
 
     torch.manual_seed(SEED)
     if config.model == "gpt2":
         model = transformers.GPT2LMHeadModel(gpt2_config(size))
         module = (_gpt2_with_past_class()(model) if config.past
-                  else gpt2_tools.LogitsOnly(model))
+                  else torch_wrappers.LogitsOnly(model))
     elif config.model == "bert":
         model = transformers.BertModel(bert_config(size))
-        module = export_models.BertOutputs(model)
+        module = torch_wrappers.BertOutputs(model)
     else:
         model = transformers.ViTForImageClassification(vit_config(size))
-        module = export_models.Logits(model)
+        module = torch_wrappers.Logits(model)
     check_dims(config.model, size, model.config)
     dtype = getattr(torch, DTYPES[config.dtype])
     return module.eval().to(device=device, dtype=dtype)
