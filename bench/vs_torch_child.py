@@ -2,8 +2,10 @@
 prints one line `RECORD {json}` last (PyTorch and Inductor print on stdout
 too): the parent appends it to the run's JSONL as soon as the child ends.
 
-  prepare   export the family's ONNX file once (cached in the work folder) and
-            write PyTorch eager's reference outputs of each configuration
+  prepare   draw the model's weights once into the work folder (the other
+            processes take them from there), export the family's ONNX file
+            once (cached there too) and write PyTorch eager's reference
+            outputs of each configuration
   warm      compile one torch.compile engine once, filling Inductor's cache
   ceiling   a large device-to-device copy and a large GEMM in the dtype
   measure   one engine on one configuration under coolbench.measure; with
