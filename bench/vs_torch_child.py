@@ -2,8 +2,10 @@
 prints one line `RECORD {json}` last (PyTorch and Inductor print on stdout
 too): the parent appends it to the run's JSONL as soon as the child ends.
 
-  prepare   export the family's ONNX file once (cached in the work folder) and
-            write PyTorch eager's reference outputs of each configuration
+  prepare   draw the model's weights once into the work folder (the other
+            processes take them from there), export the family's ONNX file
+            once (cached there too) and write PyTorch eager's reference
+            outputs of each configuration
   warm      compile one torch.compile engine once, filling Inductor's cache
   ceiling   a large device-to-device copy and a large GEMM in the dtype
   measure   one engine on one configuration under coolbench.measure; with
@@ -35,6 +37,10 @@ def one_line(error):
 
 def onnx_path(work, config, size):
     return os.path.join(work, "onnx", f"{config.family}-{size}.onnx")
+
+
+def weights_path(work, config, size):
+    return models.weights_path(work, config.model, size)
 
 
 def reference_path(work, config, size):
@@ -96,6 +102,13 @@ def child_prepare(args):
     configs = [models.parse_config(c, args.size) for c in args.config]
     record = base_record("prepare", args)
     record.update(family=configs[0].family, configs=[c.key for c in configs])
+    # The model's weights, drawn once for every later process (and the export and
+    # references below): seconds, or None where an earlier call left them.
+    weights = weights_path(args.work, configs[0], args.size)
+    try:
+        record["weights_s"] = models.ensure_weights(configs[0].model, args.size, weights)
+    except Exception as e:  # every process then draws the weights itself, as before
+        record.update(weights_s=None, weights_error=one_line(e))
     path = onnx_path(args.work, configs[0], args.size)
     if args.no_export:
         record["export_s"] = None  # no coolbench engine in this run
@@ -103,12 +116,13 @@ def child_prepare(args):
         record["export_s"] = None  # cached from an earlier call
     else:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        record["export_s"] = models.export_onnx(configs[0], args.size, args.device, path)
+        record["export_s"] = models.export_onnx(configs[0], args.size, args.device, path,
+                                                weights)
     record["onnx_bytes"] = os.path.getsize(path) if os.path.exists(path) else None
     import torch
     os.makedirs(os.path.join(args.work, "reference"), exist_ok=True)
     for config in configs:
-        module = models.build_module(config, args.size, args.device)
+        module = models.build_module(config, args.size, args.device, weights)
         inputs = models.to_torch(models.make_inputs(config, args.size), config, args.device)
         with torch.inference_mode():
             outputs = module(*inputs)
@@ -123,7 +137,8 @@ def child_warm(args):
     config = models.parse_config(args.config[0], args.size)
     record = base_record("warm", args, config)
     record["engine"] = args.engine
-    _, info = engines.make_torch_engine(args.engine, config, args.size, args.device)
+    _, info = engines.make_torch_engine(args.engine, config, args.size, args.device,
+                                        weights=weights_path(args.work, config, args.size))
     record.update(info)
     return record
 
@@ -228,9 +243,13 @@ def child_measure(args):
                                                                  args.device)
             record["hold"] = None
         else:
+            began = time.perf_counter()
             import torch
+            record["torch_import_s"] = time.perf_counter() - began  # in wall_s, not build_s
             torch.backends.cuda.matmul.allow_tf32 = False
-            fn, info = engines.make_torch_engine(args.engine, config, args.size, args.device)
+            fn, info = engines.make_torch_engine(
+                args.engine, config, args.size, args.device,
+                weights=weights_path(args.work, config, args.size))
             record.update(info)
             record["max_abs_diff"] = difference(fn(), args.work, config, args.size)
             engines.synchronize(args.device)

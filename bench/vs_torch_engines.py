@@ -27,18 +27,24 @@ def synchronize(device):
         torch.cuda.synchronize()
 
 
-def make_torch_engine(engine, config, size, device, warmup=3):
-    """Returns (fn, info): fn() queues one inference; info has build_s,
-    compile_s (the first call of a compiled model, which compiles or loads
-    Inductor's cache) and warm_s (the calls after it, until the CUDA graph is
-    recorded). The outputs of fn are dropped by the caller."""
+def make_torch_engine(engine, config, size, device, warmup=3, weights=None):
+    """Returns (fn, info): fn() queues one inference; info has build_s (the
+    model on the device and the inputs; build_parts_s splits it: imports,
+    model, to_device, inputs; weights says whether the model's tensors came
+    from the weights file at `weights` or were drawn), compile_s (the first
+    call of a compiled model, which compiles or loads Inductor's cache) and
+    warm_s (the calls after it, until the CUDA graph is recorded). The outputs
+    of fn are dropped by the caller."""
     import torch
 
     started = time.perf_counter()
-    module = models.build_module(config, size, device)
+    info = {}
+    module = models.build_module(config, size, device, weights, info)
+    began = time.perf_counter()
     inputs = models.to_torch(models.make_inputs(config, size), config, device)
     synchronize(device)
-    info = {"build_s": time.perf_counter() - started}
+    info["build_parts_s"]["inputs"] = time.perf_counter() - began
+    info["build_s"] = time.perf_counter() - started
 
     if engine == "torch_eager":
         def fn():
@@ -93,12 +99,17 @@ def _capture(module, inputs, device):
 
 
 def make_coolbench_session(config, size, device, onnx_path):
-    """(session, feeds, outputs of a first run, info)."""
+    """(session, feeds, outputs of a first run, info): build_s, split in
+    build_parts_s into the session (coolbench.Session, the ONNX file read) and
+    the inputs (numpy, the sizes from vs_torch_models.dims: no torch)."""
     import coolbench
     started = time.perf_counter()
     session = coolbench.Session(onnx_path, device=device, dims=models.onnx_dims(config))
+    began = time.perf_counter()
     feeds = models.to_feeds(models.make_inputs(config, size), config, size)
-    info = {"build_s": time.perf_counter() - started}
+    done = time.perf_counter()
+    info = {"build_s": done - started,
+            "build_parts_s": {"session": began - started, "inputs": done - began}}
     began = time.perf_counter()
     outputs = session.run(None, feeds)
     info["first_run_s"] = time.perf_counter() - began

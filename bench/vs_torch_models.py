@@ -12,6 +12,7 @@ them, and numpy only where arrays are made (`--from` needs neither).
 import dataclasses
 import os
 import sys
+import types
 
 SEED = 1234
 OPSET = 18
@@ -91,6 +92,38 @@ def parse_config(text, size="full"):
     return Config(model, dtype, batch, seq, past)
 
 
+# transformers' defaults of the sizes the inputs, the ONNX names and work() read, written
+# out so that neither a coolbench process nor the parent imports transformers (which imports
+# torch) for them: 2 s of a coolbench process's build_s on a CPU (of 2), more on the GPU
+# machine. dims() is them under SIZES; build_module checks them against the configuration it
+# builds the model from (check_dims), and so does a test.
+DEFAULTS = {
+    "gpt2": dict(n_layer=12, n_embd=768, n_head=12, vocab_size=50257, n_positions=1024),
+    "bert": dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12,
+                 num_attention_heads=12, intermediate_size=3072, max_position_embeddings=512,
+                 type_vocab_size=2),
+    "vit": dict(image_size=224, patch_size=16, num_channels=3, hidden_size=768,
+                num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+                num_labels=2),
+}
+
+
+def dims(model, size):
+    """The sizes of MODEL at SIZE that the bench reads, as attributes (cfg.n_layer), without
+    importing transformers."""
+    return types.SimpleNamespace(**{**DEFAULTS[model], **SIZES[size][model]})
+
+
+def check_dims(model, size, cfg):
+    """Raises where transformers' configuration `cfg` disagrees with dims(): DEFAULTS is
+    out of date for this transformers."""
+    wrong = {k: (v, getattr(cfg, k, None)) for k, v in vars(dims(model, size)).items()
+             if getattr(cfg, k, None) != v}
+    if wrong:
+        raise ValueError(f"{model} at size {size}: DEFAULTS (table, transformers) differ: "
+                         f"{wrong}")
+
+
 def gpt2_config(size):
     import transformers
     return transformers.GPT2Config(**SIZES[size]["gpt2"])
@@ -117,7 +150,7 @@ def _gpt2_with_past_class():
     import torch
     import transformers
     _tools()
-    from export_gpt2_torch import cache_layer
+    from torch_wrappers import cache_layer
 
     class GPT2WithPast(torch.nn.Module):
         """input_ids and every layer's past key and value in; logits and every
@@ -142,34 +175,73 @@ def _gpt2_with_past_class():
     return GPT2WithPast
 
 
-def build_module(config, size, device):
+def transformers_model(model, size):
+    """(transformers' class, its configuration) of MODEL at SIZE."""
+    import transformers
+    if model == "gpt2":
+        return transformers.GPT2LMHeadModel, gpt2_config(size)
+    if model == "bert":
+        return transformers.BertModel, bert_config(size)
+    return transformers.ViTForImageClassification, vit_config(size)
+
+
+def seeded_model(model, size):
+    """transformers' MODEL at SIZE in float32 on the CPU, its weights drawn by its own
+    initialisation from SEED: the weights every process and the ONNX export hold."""
+    import torch
+    cls, cfg = transformers_model(model, size)
+    torch.manual_seed(SEED)
+    return cls(cfg)
+
+
+def build_module(config, size, device, weights=None, info=None):
     """The wrapped model in .eval() on `device` in the configuration's dtype:
     a module whose forward takes the input tensors positionally and returns
     plain tensors. Random weights from SEED, made in float32 on the CPU and
-    then cast, so every process and the ONNX export hold the same values."""
-    import torch
-    import transformers
-    _tools()
-    import export_gpt2_torch as gpt2_tools
-    import export_models
+    then cast, so every process and the ONNX export hold the same values.
 
-    torch.manual_seed(SEED)
+    weights: the path of the model's weights file (weights_path; the prepare
+    process writes it): where it is there and of this recipe, the model takes
+    the file's tensors, bit for bit the drawn ones (save_weights checks that as
+    it writes the file), instead of drawing them again; else they are drawn.
+    info: a dict that gets `build_parts_s`, the seconds of `imports`
+    (transformers' model code), `model` (made and its weights) and `to_device`
+    (the cast and copy), and `weights`, where they came from."""
+    import time
+    marks = [time.perf_counter()]
+    import torch
+    _tools()
+    import torch_wrappers  # not export_models: it imports onnx, which no measure needs
+
+    transformers_model(config.model, size)  # transformers loads a model's code when asked
+    marks.append(time.perf_counter())
+    model, why = (load_weights(config.model, size, weights) if weights
+                  else (None, "no weights file asked for"))
+    if model is None:
+        model = seeded_model(config.model, size)
     if config.model == "gpt2":
-        model = transformers.GPT2LMHeadModel(gpt2_config(size))
         module = (_gpt2_with_past_class()(model) if config.past
-                  else gpt2_tools.LogitsOnly(model))
+                  else torch_wrappers.LogitsOnly(model))
     elif config.model == "bert":
-        module = export_models.BertOutputs(transformers.BertModel(bert_config(size)))
+        module = torch_wrappers.BertOutputs(model)
     else:
-        module = export_models.Logits(transformers.ViTForImageClassification(vit_config(size)))
+        module = torch_wrappers.Logits(model)
+    check_dims(config.model, size, model.config)
+    marks.append(time.perf_counter())
     dtype = getattr(torch, DTYPES[config.dtype])
-    return module.eval().to(device=device, dtype=dtype)
+    module = module.eval().to(device=device, dtype=dtype)
+    marks.append(time.perf_counter())
+    if info is not None:
+        info["build_parts_s"] = dict(zip(("imports", "model", "to_device"),
+                                         (b - a for a, b in zip(marks, marks[1:]))))
+        info["weights"] = "file" if why is None else f"drawn ({why})"
+    return module
 
 
 def input_names(config, size):
     if config.model == "gpt2":
         names = ["input_ids"]
-        for layer in range(gpt2_config(size).n_layer if config.past else 0):
+        for layer in range(dims("gpt2", size).n_layer if config.past else 0):
             names += [f"past_key_{layer}", f"past_value_{layer}"]
         return names
     if config.model == "bert":
@@ -180,7 +252,7 @@ def input_names(config, size):
 def output_names(config, size):
     if config.model == "gpt2":
         names = ["logits"]
-        for layer in range(gpt2_config(size).n_layer if config.past else 0):
+        for layer in range(dims("gpt2", size).n_layer if config.past else 0):
             names += [f"present_key_{layer}", f"present_value_{layer}"]
         return names
     if config.model == "bert":
@@ -196,17 +268,17 @@ def make_inputs(config, size):
     rng = np.random.default_rng([SEED, config.batch, config.seq, config.past])
     b, s = config.batch, config.seq
     if config.model == "gpt2":
-        cfg = gpt2_config(size)
+        cfg = dims("gpt2", size)
         arrays = [rng.integers(0, cfg.vocab_size, (b, s), dtype=np.int64)]
         head = cfg.n_embd // cfg.n_head
         for _ in range(2 * cfg.n_layer if config.past else 0):
             arrays.append(rng.standard_normal((b, cfg.n_head, config.past, head), np.float32))
         return arrays
     if config.model == "bert":
-        cfg = bert_config(size)
+        cfg = dims("bert", size)
         ids = rng.integers(0, cfg.vocab_size, (b, s), dtype=np.int64)
         return [ids, np.ones_like(ids), np.zeros_like(ids)]
-    cfg = vit_config(size)
+    cfg = dims("vit", size)
     return [rng.standard_normal((b, cfg.num_channels, cfg.image_size, cfg.image_size),
                                 np.float32)]
 
@@ -262,11 +334,12 @@ def trace_config(config):
     return Config(config.model, config.dtype, 2, 4 if config.past else 16, 16 if config.past else 0)
 
 
-def export_onnx(config, size, device, path):
+def export_onnx(config, size, device, path, weights=None):
     """Exports the configuration's family (batch and sequences symbolic) with
     the dynamo exporter at OPSET to `path`, from the model in its dtype on
-    `device`; returns the seconds it took. The file is written next to `path`
-    and renamed, so a cut-off export leaves no half file behind.
+    `device` (its weights from the file at `weights`, as build_module's);
+    returns the seconds it took. The file is written next to `path` and
+    renamed, so a cut-off export leaves no half file behind.
 
     Not the TorchScript exporter: for GPT-2 in float16 (transformers 5.17,
     torch 2.11) it casts the position embeddings to float32, so the residual
@@ -282,7 +355,7 @@ def export_onnx(config, size, device, path):
 
     started = time.perf_counter()
     shape = trace_config(config)
-    module = build_module(config, size, device)
+    module = build_module(config, size, device, weights)
     args = tuple(to_torch(make_inputs(shape, size), shape, device))
     partial = path + ".partial"
     with torch.no_grad():
@@ -304,6 +377,158 @@ def reference_slice(outputs, config):
     return first if config.model == "vit" else first[:, -1, :]
 
 
+# ---- The weights, drawn once -----------------------------------------------------------------
+#
+# Drawing a model's weights is most of its build: transformers' initialisation runs over every
+# weight twice (torch.nn's in each layer, then its own), 1.5 s of GPT-2's 5 s build on a CPU of
+# 2 cores. The prepare process draws each model once and writes its float32 tensors into the
+# work folder; the other processes make the model on the meta device (its initialisation then
+# touches no memory) and give it the file's tensors, mapped from the file (the cast to the
+# device reads them). The engines, the dtypes, the casts and the inputs are as before.
+
+WEIGHTS_FORMAT = 1
+
+
+def weights_path(folder, model, size):
+    """Where MODEL's weights at SIZE are kept: one file serves every dtype and family."""
+    return os.path.join(folder, "weights", f"{model}-{size}.pt")
+
+
+def weights_recipe(model, size):
+    """What the weights were drawn by: a file of another recipe (seed, sizes, torch's or
+    transformers' version) is not used."""
+    import torch
+    import transformers
+    return {"format": WEIGHTS_FORMAT, "model": model, "size": size, "seed": SEED,
+            "sizes": SIZES[size][model], "torch": str(torch.__version__),
+            "transformers": str(transformers.__version__)}
+
+
+def _slots(model):
+    """{first name: (tensor, whether a parameter, every name it has)} of the model's
+    parameters and buffers (non-persistent ones too, which state_dict leaves out); a tied
+    tensor (GPT-2's embedding and head) has several names."""
+    slots, first = {}, {}
+    for is_parameter, named in ((True, model.named_parameters(remove_duplicate=False)),
+                                (False, model.named_buffers(remove_duplicate=False))):
+        for name, tensor in named:
+            key = first.setdefault(id(tensor), name)
+            slots.setdefault(key, (tensor, is_parameter, []))[2].append(name)
+    return slots
+
+
+def _read_weights(path, model, size):
+    """The weights file's contents, or None where it is missing or of another recipe."""
+    import torch
+    try:
+        state = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    except Exception:  # missing, cut short or not such a file: drawn as before
+        return None
+    ok = isinstance(state, dict) and state.get("recipe") == weights_recipe(model, size)
+    return state if ok else None
+
+
+def load_weights(model, size, path):
+    """(MODEL at SIZE holding the tensors of the weights file at `path`, None), or (None,
+    why not). The model is made on the meta device, so its initialisation draws nothing;
+    each of its parameters and buffers is then the file's tensor, one object where the
+    drawn model has one under several names, and the generator is left where the draw left
+    it."""
+    import torch
+    state = _read_weights(path, model, size)
+    if state is None:
+        return None, "no weights file of this recipe"
+    cls, cfg = transformers_model(model, size)
+    torch.manual_seed(SEED)  # as seeded_model: the CUDA generators too
+    try:
+        with torch.device("meta"):
+            built = cls(cfg)
+    except Exception as e:  # a transformers that cannot: drawn as before
+        return None, f"not made on the meta device: {type(e).__name__}: {e}"[:300]
+    tensors = state["tensors"]
+    slots = _slots(built)
+    if list(slots) != list(tensors):
+        return None, f"the weights file names other tensors ({len(tensors)}, {len(slots)} here)"
+    for key, (meta, is_parameter, names) in slots.items():
+        value = tensors[key]
+        if value.shape != meta.shape or value.dtype != meta.dtype:
+            return None, f"{key} in the weights file is {value.dtype} {tuple(value.shape)}"
+        if is_parameter:
+            value = torch.nn.Parameter(value, requires_grad=meta.requires_grad)
+        for name in names:
+            owner, _, leaf = name.rpartition(".")
+            holder = built.get_submodule(owner)
+            (holder._parameters if is_parameter else holder._buffers)[leaf] = value
+    left = [name for name, (t, _, _) in _slots(built).items() if t.is_meta]
+    left += [f"{type(m).__name__}.{k}" for m in built.modules() for k, v in vars(m).items()
+             if isinstance(v, torch.Tensor) and v.is_meta]
+    if left:
+        return None, f"left on the meta device: {', '.join(left[:3])}"
+    torch.set_rng_state(state["rng"])
+    return built, None
+
+
+def _bits(tensor):
+    """The tensor's bits, to compare exactly (NaN's and -0's too)."""
+    import torch
+    if not tensor.is_floating_point():
+        return tensor
+    as_int = {2: torch.int16, 4: torch.int32, 8: torch.int64}[tensor.element_size()]
+    return tensor.detach().contiguous().view(as_int)
+
+
+def weights_differ(a, b):
+    """How two models' tensors differ (names, ties, parameter or buffer, dtype, shape,
+    strides, requires_grad, bits), or None where they are the same."""
+    import torch
+    slots_a, slots_b = _slots(a), _slots(b)
+    if list(slots_a) != list(slots_b):
+        return f"names: {sorted(set(slots_a) ^ set(slots_b))[:3]} in one only"
+    for key, (ta, pa, na) in slots_a.items():
+        tb, pb, nb = slots_b[key]
+        if (pa, na) != (pb, nb):
+            return f"{key}: {'parameter' if pa else 'buffer'} named {na} against {nb}"
+        if (ta.dtype, ta.shape, ta.stride(), ta.requires_grad) != (
+                tb.dtype, tb.shape, tb.stride(), tb.requires_grad):
+            return f"{key}: {ta.dtype} {tuple(ta.shape)} against {tb.dtype} {tuple(tb.shape)}"
+        if not torch.equal(_bits(ta), _bits(tb)):
+            return f"{key}: other values"
+    return None
+
+
+def save_weights(model, size, path):
+    """Draws MODEL's weights at SIZE (seeded_model) and writes them, float32, to `path`
+    with the generator's state after the draw; then checks that load_weights gives a
+    model of the same tensors, bit for bit, tied alike, before the file takes its name (a
+    temporary file renamed: the prepare processes of one model's families may write it at
+    once, the same bytes). Returns the seconds it took."""
+    import time
+    import torch
+    started = time.perf_counter()
+    drawn = seeded_model(model, size)
+    state = {"recipe": weights_recipe(model, size), "rng": torch.get_rng_state(),
+             "tensors": {key: t.detach() for key, (t, _, _) in _slots(drawn).items()}}
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    partial = f"{path}.{os.getpid()}.partial"
+    try:
+        torch.save(state, partial)
+        loaded, why = load_weights(model, size, partial)
+        why = why or weights_differ(drawn, loaded)
+        if why:
+            raise RuntimeError(f"{model}'s weights file does not give the drawn model: {why}")
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+    return time.perf_counter() - started
+
+
+def ensure_weights(model, size, path):
+    """Seconds save_weights took, or None where the file is there, of this recipe."""
+    return None if _read_weights(path, model, size) is not None else save_weights(
+        model, size, path)
+
+
 # ---- The work a configuration does -------------------------------------------------------------
 
 
@@ -312,9 +537,10 @@ WORK_COUNTS = "work_counts.json"  # in the work folder: work() of each configura
 
 def write_work_counts(folder, configs, size):
     """work() of each configuration, once, into FOLDER/work_counts.json: a
-    child reads its configuration's there instead of importing transformers
-    for the model's sizes (11-17 s a process on the H100 machine, 2026-12-07,
-    where coolbench's own setup and measure took about 5 s)."""
+    child reads its configuration's there. (work() imported transformers for
+    the model's sizes then, 11-17 s a process on the H100 machine, 2026-12-07,
+    where coolbench's own setup and measure took about 5 s; it reads dims()
+    now.)"""
     import json
     counts = {f"{size}/{c.key}": work(c, size) for c in configs}
     path = os.path.join(folder, WORK_COUNTS)
@@ -343,7 +569,7 @@ def work(config, size="full"):
     b, s, p = config.batch, config.seq, config.past
     width = DTYPE_BYTES[config.dtype]
     if config.model == "gpt2":
-        c = gpt2_config(size)
+        c = dims("gpt2", size)
         d, layers, vocab = c.n_embd, c.n_layer, c.vocab_size
         params = vocab * d + c.n_positions * d + layers * (12 * d * d + 13 * d) + 2 * d
         tokens = b * s
@@ -351,7 +577,7 @@ def work(config, size="full"):
         inputs = tokens * 8 + (2 * layers * b * p * d * width)
         outputs = tokens * vocab * width + (2 * layers * b * (s + p) * d * width if p else 0)
     elif config.model == "bert":
-        c = bert_config(size)
+        c = dims("bert", size)
         d, layers, inner = c.hidden_size, c.num_hidden_layers, c.intermediate_size
         params = ((c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * d + 2 * d
                   + layers * (4 * d * d + 2 * d * inner + 9 * d + inner) + d * d + d)
@@ -361,7 +587,7 @@ def work(config, size="full"):
         inputs = 3 * tokens * 8
         outputs = (tokens * d + b * d) * width
     else:
-        c = vit_config(size)
+        c = dims("vit", size)
         d, layers, inner = c.hidden_size, c.num_hidden_layers, c.intermediate_size
         patch = c.num_channels * c.patch_size ** 2
         patches = (c.image_size // c.patch_size) ** 2

@@ -35,6 +35,8 @@ import onnx.numpy_helper
 import torch
 import transformers
 
+from torch_wrappers import LogitsOnly, cache_layer  # noqa: F401 (also used as gpt2.*)
+
 SMALL = dict(n_layer=2, n_embd=32, n_head=4, vocab_size=97, n_positions=64)
 OPSET = 18
 
@@ -44,28 +46,6 @@ def make_model(seed, **config):
     cfg = transformers.GPT2Config(**config)
     model = transformers.GPT2LMHeadModel(cfg).eval()
     return model
-
-
-class LogitsOnly(torch.nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids):
-        # An explicit all-ones mask, as a user passes it: without one,
-        # transformers 5 looks for packed sequences with torch.diff, which the
-        # TorchScript exporter cannot export.
-        mask = torch.ones_like(input_ids)
-        return self.model(input_ids=input_ids, attention_mask=mask, use_cache=False).logits
-
-
-def cache_layer(cache, i):
-    """(key, value) of layer i, across the cache layouts transformers used."""
-    if hasattr(cache, "layers"):
-        return cache.layers[i].keys, cache.layers[i].values
-    if hasattr(cache, "key_cache"):
-        return cache.key_cache[i], cache.value_cache[i]
-    return cache[i][0], cache[i][1]
 
 
 class WithPast2(torch.nn.Module):

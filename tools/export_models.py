@@ -51,6 +51,7 @@ import onnx
 import torch
 
 import export_gpt2_torch as gpt2
+from torch_wrappers import BertOutputs, Logits  # noqa: F401 (also used as export_models.*)
 
 SEED = 1234
 MAX_SEQUENCE = 64
@@ -134,17 +135,6 @@ def text_inputs(rng, vocab, batch=2, sequence=16):
     return ids, mask
 
 
-class BertOutputs(torch.nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids, attention_mask, token_type_ids):
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                         token_type_ids=token_type_ids)
-        return out.last_hidden_state, out.pooler_output
-
-
 class HiddenStates(torch.nn.Module):
     def __init__(self, model):
         super().__init__()
@@ -152,15 +142,6 @@ class HiddenStates(torch.nn.Module):
 
     def forward(self, input_ids, attention_mask):
         return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-
-
-class Logits(torch.nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, pixel_values):
-        return self.model(pixel_values=pixel_values).logits
 
 
 BERT = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,

@@ -382,3 +382,143 @@ def test_a_dirty_tree_is_named_by_its_files(tmp_path):
     second = report.tree_suffix(str(tmp_path))
     assert second != first
     assert git("status", "--porcelain").splitlines() == [" M a.txt", "?? new.txt"]
+
+
+def test_dims_are_transformers_defaults():
+    """dims() (the sizes written out, so a coolbench process never imports transformers) agree
+    with transformers' configurations at both sizes."""
+    pytest.importorskip("transformers", reason="transformers is not installed")
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import vs_torch_models as models
+    built = {"gpt2": models.gpt2_config, "bert": models.bert_config, "vit": models.vit_config}
+    for size in ("full", "tiny"):
+        for model, make in built.items():
+            cfg = make(size)
+            models.check_dims(model, size, cfg)  # raises where they differ
+            for name, value in vars(models.dims(model, size)).items():
+                assert getattr(cfg, name) == value, (model, size, name)
+    cfg = models.gpt2_config("tiny")
+    cfg.n_layer += 1
+    with pytest.raises(ValueError, match="n_layer"):
+        models.check_dims("gpt2", "tiny", cfg)
+
+
+def test_coolbench_process_needs_neither_torch_nor_transformers():
+    """What a coolbench process and the parent compute (inputs, feeds, names, work) comes from
+    dims(): neither imports torch nor transformers."""
+    code = ("import sys; sys.path.insert(0, 'bench'); import vs_torch_models as m\n"
+            "for key in ('gpt2:fp16:1:128', 'gpt2:fp16:8:1+128', 'bert:fp16:1:128', "
+            "'vit:fp16:1'):\n"
+            "    c = m.parse_config(key)\n"
+            "    m.to_feeds(m.make_inputs(c, 'full'), c, 'full'); m.output_names(c, 'full')\n"
+            "    m.work(c)\n"
+            "print(sorted(n for n in ('torch', 'transformers') if n in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def _torch_models():
+    for name in ("torch", "transformers"):
+        pytest.importorskip(name, reason=f"{name} is not installed (tools/requirements-export.txt)")
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import vs_torch_models as models
+    return models
+
+
+def _bits(tensor):
+    import torch
+    if not tensor.is_floating_point():
+        return tensor
+    return tensor.detach().contiguous().view({2: torch.int16, 4: torch.int32}[
+        tensor.element_size()])
+
+
+@pytest.mark.parametrize("model", ["gpt2", "bert", "vit"])
+def test_weights_file_gives_the_drawn_model_bit_for_bit(tmp_path, model):
+    """The model built from the prepare process's weights file holds the tensors the seeded
+    draw gives, bit for bit: every parameter and buffer (non-persistent ones too), tied where
+    the drawn one is; the generator ends where the draw left it; and the wrapped module, cast
+    or not, computes the same outputs."""
+    models = _torch_models()
+    import torch
+    path = models.weights_path(str(tmp_path), model, "tiny")
+    assert models.ensure_weights(model, "tiny", path) is not None  # drawn and written
+    assert models.ensure_weights(model, "tiny", path) is None  # there: not again
+    drawn = models.seeded_model(model, "tiny")
+    after_draw = torch.get_rng_state()
+    torch.manual_seed(7)
+    loaded, why = models.load_weights(model, "tiny", path)
+    assert why is None
+    assert torch.equal(torch.get_rng_state(), after_draw)
+    for kind in ("named_parameters", "named_buffers"):
+        want = dict(getattr(drawn, kind)(remove_duplicate=False))
+        got = dict(getattr(loaded, kind)(remove_duplicate=False))
+        assert list(got) == list(want)
+        for name, tensor in want.items():
+            other = got[name]
+            assert not other.is_meta, name
+            assert (other.dtype, other.shape, other.stride(), other.requires_grad) == (
+                tensor.dtype, tensor.shape, tensor.stride(), tensor.requires_grad), name
+            assert torch.equal(_bits(other), _bits(tensor)), name
+    if model == "gpt2":
+        assert loaded.lm_head.weight is loaded.transformer.wte.weight
+    if model == "bert":  # non-persistent: state_dict has neither
+        assert {"embeddings.position_ids", "embeddings.token_type_ids"} <= set(
+            dict(loaded.named_buffers()))
+    assert models.weights_differ(drawn, loaded) is None
+    # The same model around them (transformers' bookkeeping of its own initialisation aside).
+    assert repr(loaded) == repr(drawn)
+    assert loaded.config.to_dict() == drawn.config.to_dict()
+    keys = {"gpt2": ["gpt2:fp32:2:8", "gpt2:fp16:2:1+8"], "bert": ["bert:fp32:2:8"],
+            "vit": ["vit:bf16:2"]}[model]
+    for key in keys:
+        config = models.parse_config(key, "tiny")
+        info = {}
+        from_file = models.build_module(config, "tiny", "cpu", path, info)
+        assert info["weights"] == "file"
+        assert set(info["build_parts_s"]) == {"imports", "model", "to_device"}
+        seeded = models.build_module(config, "tiny", "cpu")
+        assert models.weights_differ(seeded, from_file) is None, key
+        inputs = models.to_torch(models.make_inputs(config, "tiny"), config, "cpu")
+        with torch.inference_mode():
+            a, b = seeded(*inputs), from_file(*inputs)
+        for x, y in zip(a if isinstance(a, tuple) else [a], b if isinstance(b, tuple) else [b]):
+            assert torch.equal(_bits(x), _bits(y)), key
+
+
+def test_weights_differ_sees_values_and_ties():
+    """weights_differ, which save_weights checks the file with, sees one bit and a tie."""
+    models = _torch_models()
+    import torch
+    a, b = models.seeded_model("gpt2", "tiny"), models.seeded_model("gpt2", "tiny")
+    assert models.weights_differ(a, b) is None
+    with torch.no_grad():
+        weight = b.transformer.h[1].mlp.c_fc.weight
+        weight.view(-1)[5] = torch.nextafter(weight.view(-1)[5], torch.tensor(1.0))
+    assert "c_fc.weight: other values" in models.weights_differ(a, b)
+    c = models.seeded_model("gpt2", "tiny")
+    c.lm_head.weight = torch.nn.Parameter(c.lm_head.weight.detach().clone())  # untied
+    assert models.weights_differ(a, c) is not None
+
+
+def test_weights_file_of_another_recipe_is_not_used(tmp_path, monkeypatch):
+    """A missing, cut or foreign file, or one drawn by another seed, sizes or version, is
+    not used: the model's weights are drawn, and build_module says why."""
+    models = _torch_models()
+    config = models.parse_config("gpt2:fp32:1:8", "tiny")
+    path = models.weights_path(str(tmp_path), "gpt2", "tiny")
+    info = {}
+    models.build_module(config, "tiny", "cpu", path, info)
+    assert info["weights"] == "drawn (no weights file of this recipe)"
+    models.save_weights("gpt2", "tiny", path)
+    monkeypatch.setattr(models, "SEED", models.SEED + 1)
+    assert models.load_weights("gpt2", "tiny", path) == (None, "no weights file of this recipe")
+    monkeypatch.undo()
+    assert models.load_weights("gpt2", "tiny", path)[1] is None
+    assert models.load_weights("bert", "tiny", path)[0] is None  # another model's
+    with open(path, "r+b") as f:
+        f.truncate(1000)
+    assert models.load_weights("gpt2", "tiny", path)[0] is None
+    assert not [p for p in os.listdir(os.path.dirname(path)) if p.endswith(".partial")]
