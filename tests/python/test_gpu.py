@@ -12,9 +12,16 @@ import coolbench
 
 pytestmark = pytest.mark.gpu
 
+# These tests are about the release, the contexts and compare's pairs, not the gate: a target
+# of 95 C lets a GPU that an earlier test left hot be measured at once (at the default target,
+# after ctest's attention and release-cycle tests on an H100, all three gated until max_time
+# and came back incomplete, 2026-12-07).
+HOT_OK = dict(target_temp=95)
+
 
 def test_a_named_gemm_chain_is_spread_over_contexts_and_the_gpu_handed_back():
-    r = coolbench.measure("gemm:fp16:128:2304:768:4", device=0, max_time=30.0, rel_ci=0.01)
+    r = coolbench.measure("gemm:fp16:128:2304:768:4", device=0, max_time=30.0, rel_ci=0.01,
+                          **HOT_OK)
     assert r.complete, r.error
     doc = r.to_dict()
     assert doc["configuration"]["contexts"] == 5
@@ -67,7 +74,7 @@ class DriverMemset:
 def test_a_callable_that_survives_a_reset_is_set_up_again_in_each_context():
     w = DriverMemset()
     r = coolbench.measure(w.run, setup=w.setup, teardown=w.teardown, device=0, release="reset",
-                          name="memset 256 MiB", max_time=30.0, rel_ci=0.01)
+                          name="memset 256 MiB", max_time=30.0, rel_ci=0.01, **HOT_OK)
     assert r.complete, r.error
     doc = r.to_dict()
     contexts = doc["summary"]["contexts"]["per_context"]
@@ -81,12 +88,13 @@ def test_a_callable_that_survives_a_reset_is_set_up_again_in_each_context():
 
 def test_compare_calls_one_more_gemm_in_fifty_slower_and_a_workload_against_itself_same():
     a = "gemm:fp16:128:2304:768:50"
-    slower = coolbench.compare(a, "gemm:fp16:128:2304:768:51", device=0, max_time=60.0)
+    slower = coolbench.compare(a, "gemm:fp16:128:2304:768:51", device=0, max_time=60.0,
+                               **HOT_OK)
     assert slower["schema"] == "coolbench.ab/1"
     assert slower["complete"], slower["error"]
     assert [p["order"] for p in slower["pairs"][:2]] == ["AB", "BA"]
     assert slower["verdict"] == "SLOWER", slower["reason"]
     assert 1.01 < slower["time"]["ratio"] < 1.03
-    same = coolbench.compare(a, a, device=0, max_time=60.0)
+    same = coolbench.compare(a, a, device=0, max_time=60.0, **HOT_OK)
     assert same["verdict"] == "SAME", same["reason"]
     assert "context reset" in same["a"]["summary"]["release"]
