@@ -340,7 +340,7 @@ TEST(launch_shapes, attention_takes_wgmma_only_forced_and_where_it_fits) {
       EXPECT_EQ(l.kernel, kernel) << forced << " " << bh << " " << s;
       EXPECT_EQ(l.blocks_x, bh);
       EXPECT_EQ(l.blocks_y, (s + 127) / 128) << forced << " " << bh << " " << s;
-      // Not forced, it fitting or not: never picked (it has not run on a GPU yet).
+      // Not forced, it fitting or not: never picked (level with the mma kernels or slower).
       EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "", false, true).kernel,
                 plan_attention(bh, s, s, true, k_h200_sms, "").kernel)
           << bh << " " << s;

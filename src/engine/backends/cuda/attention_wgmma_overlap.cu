@@ -2,7 +2,9 @@
 // product (the second step after attention_wgmma.cu's kernel, which waits for
 // each product; float16, bfloat16; sm_90a, built beside attention_wgmma.cu). Forced only
 // (COOLBENCH_ATTENTION_KERNEL=wgmma_overlap, where attention_wgmma_fits:
-// launch_shapes.hpp): it has not run on a GPU yet.
+// launch_shapes.hpp): correct on an H100 (cuda_attention_wgmma_overlap_test),
+// and 5-10 % slower than attention_wgmma.cu's kernel there on every shape
+// attention_bench has (docs/perf/engine.md, "2026-12-07, afternoon").
 //
 // The block is attention_wgmma.cu's (256 threads, two warpgroups of 64 query
 // rows, 128-key tiles shared by both, wgmma.cuh's pieces); the order of the

@@ -243,7 +243,7 @@ inline std::int64_t attention_decode_cluster_chunk(std::int64_t batch_heads, std
 /// the other dtype's kernels picks as "" does; "wgmma" takes 16-bit prefill onto
 /// attention_wgmma.cu's kernel where `wgmma_fits` (attention_wgmma_fits), else picks as ""
 /// does: forced only, level with the mma kernels on an H100; "wgmma_overlap" the same onto
-/// attention_wgmma_overlap.cu's kernel, forced only until it has run on a GPU). Float32 takes
+/// attention_wgmma_overlap.cu's kernel, forced only: 5-10 % slower on an H100). Float32 takes
 /// 3xTF32 where 64-row blocks are at least the SMs, else the FMA kernel: attention_bench on an H100
 /// (2026-12-07, one process) had 3xTF32 1.18-1.33x faster at 192-1536 blocks (GPT-2 at batch 8 x
 /// 128, 1 x 1024, 8 x 1024; BERT and ViT at batch 32) and level or slower at 24-96 (batch 1 at 128
