@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Several GPUs of one host (docs/perf/multi-gpu.md), on the GPU machine, one step per call
 # (each sized for the device tool's 10-minute call). Builds the command without the engine or
-# the Python module (as bench/ab_device.sh), then:
+# the Python module (as bench/ab_device.sh) unless build/ is configured already, then:
 #   smoke     any machine (one GPU is enough): --device all against --device 0 (the same
 #             run/1 document on one GPU), a list of one, the refusals; then on two GPUs or
 #             more a short run on all of them
@@ -25,9 +25,13 @@ log="$out/multi-gpu-$step.log"
   if [[ -f COMMIT ]]; then echo "commit $(cat COMMIT)"; else git log -1 --format='commit %H'; fi
 } | tee "$log"
 start=$(date +%s)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_WERROR=OFF \
-  -DCOOLBENCH_ENGINE=OFF -DCOOLBENCH_PYTHON=OFF -DCOOLBENCH_DEPS_DIR="$PWD/.device-deps" \
-  >"$out/build.log" 2>&1 || { tail -30 "$out/build.log" | tee -a "$log"; exit 1; }
+# An existing build (scripts/device-check.sh's, engine included) is kept as it is configured:
+# configuring it again without the engine would make the next full build start over.
+if [[ ! -f build/CMakeCache.txt ]]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOOLBENCH_WERROR=OFF \
+    -DCOOLBENCH_ENGINE=OFF -DCOOLBENCH_PYTHON=OFF -DCOOLBENCH_DEPS_DIR="$PWD/.device-deps" \
+    >"$out/build.log" 2>&1 || { tail -30 "$out/build.log" | tee -a "$log"; exit 1; }
+fi
 cmake --build build -j 16 --target coolbench >>"$out/build.log" 2>&1 ||
   { grep -E "error|FAILED" -A5 "$out/build.log" | head -40 | tee -a "$log"; exit 1; }
 echo "built in $(($(date +%s) - start)) s" | tee -a "$log"
