@@ -325,7 +325,7 @@ TEST(launch_shapes, attention_wgmma_fits_16_bit_rows_of_16_byte_pieces_on_sm90_a
 
 // "wgmma" (Step A: each product waited for) and "wgmma_overlap" (Step B: the softmax under the
 // last tile's product with V) take the same blocks, each its own kernel.
-TEST(launch_shapes, attention_takes_wgmma_only_forced_and_where_it_fits) {
+TEST(launch_shapes, attention_takes_wgmma_forced_where_it_fits) {
   for (const auto& [forced, kernel] :
        {std::pair<const char*, attention_kernel>{"wgmma", attention_kernel::wgmma_rows128},
         {"wgmma_overlap", attention_kernel::wgmma_overlap_rows128}}) {
@@ -340,10 +340,6 @@ TEST(launch_shapes, attention_takes_wgmma_only_forced_and_where_it_fits) {
       EXPECT_EQ(l.kernel, kernel) << forced << " " << bh << " " << s;
       EXPECT_EQ(l.blocks_x, bh);
       EXPECT_EQ(l.blocks_y, (s + 127) / 128) << forced << " " << bh << " " << s;
-      // Not forced, it fitting or not: never picked (level with the mma kernels or slower).
-      EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "", false, true).kernel,
-                plan_attention(bh, s, s, true, k_h200_sms, "").kernel)
-          << bh << " " << s;
       // Forced where it does not fit: the kernel the default picks.
       EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, forced, false, false).kernel,
                 plan_attention(bh, s, s, true, k_h200_sms, "").kernel)
@@ -361,6 +357,47 @@ TEST(launch_shapes, attention_takes_wgmma_only_forced_and_where_it_fits) {
               attention_kernel::decode_split)
         << forced;
   }
+}
+
+// Not forced, wgmma is picked where it fits and its 128-row blocks are at least twice the SMs
+// (where it led the mma kernels on an H100); "mma", "halves" and "split_keys" keep theirs.
+TEST(launch_shapes, attention_picks_wgmma_where_its_blocks_are_many) {
+  // GPT-2 8 x 1024 (96 x 8 = 768 blocks of 128 rows), BERT 32 x 128 (384), ViT 32 x 197 (768),
+  // and 264 blocks exactly: twice the H200's 132 SMs.
+  for (const auto& [bh, s] : {std::pair<std::int64_t, std::int64_t>{96, 1024},
+                              {384, 128},
+                              {384, 197},
+                              {264, 128},
+                              {132, 129}}) {
+    const auto l = plan_attention(bh, s, s, true, k_h200_sms, "", false, true);
+    EXPECT_EQ(l.kernel, attention_kernel::wgmma_rows128) << bh << " " << s;
+    EXPECT_EQ(l.blocks_y, (s + 127) / 128) << bh << " " << s;
+    // Where it does not fit (another GPU, a head dim or layout it cannot read), the mma kernels.
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "", false, false).kernel,
+              attention_kernel::mma_rows64)
+        << bh << " " << s;
+    // Forcing an mma kernel keeps it; another name picks as "" does.
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "mma", false, true).kernel,
+              attention_kernel::mma_rows64);
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "halves", false, true).kernel,
+              attention_kernel::mma_halves);
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "decode_scalar", false, true).kernel,
+              attention_kernel::wgmma_rows128);
+  }
+  // Fewer blocks: GPT-2 8 x 128 (96), 1 x 1024 (96), batch 1 at 128 and 197 tokens (12, 24),
+  // and one block short of twice the SMs.
+  for (const auto& [bh, s] : {std::pair<std::int64_t, std::int64_t>{96, 128},
+                              {12, 1024},
+                              {12, 128},
+                              {12, 197},
+                              {263, 128}}) {
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "", false, true).kernel,
+              plan_attention(bh, s, s, true, k_h200_sms, "", false, false).kernel)
+        << bh << " " << s;
+  }
+  // On a GPU of fewer SMs the same grid counts as many: 96 blocks over 48 SMs.
+  EXPECT_EQ(plan_attention(96, 128, 128, true, 48, "", false, true).kernel,
+            attention_kernel::wgmma_rows128);
 }
 
 TEST(launch_shapes, attention_decode_splits_the_keys_over_blocks) {

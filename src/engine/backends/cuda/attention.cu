@@ -8,7 +8,7 @@
 // the tiles past a block's last visible key are never loaded.
 //
 // The tensor-core kernels for float16 and bfloat16 are in attention_mma.cu
-// (and, forced only, the Hopper wgmma one in attention_wgmma.cu),
+// and the Hopper wgmma ones (attention_wgmma.cu, attention_wgmma_overlap.cu),
 // float32's 3xTF32 one in attention_tf32.cu (where 64-row blocks fill the
 // SMs; this kernel below that), decode's (one query row) in
 // attention_decode.cu; launch_shapes.hpp picks the kernel and grid.
@@ -353,11 +353,10 @@ attention_launch choose(const attention_plan& p, dtype type, const void* q, cons
     }();
     static_cast<void>(told);
   }
-  const bool wgmma_fits =
-      wgmma_forced && attention_wgmma_fits(
-                          k_wgmma_built, major, minor, size_of(type), p.head_dim, p.q_stride,
-                          p.k_stride, p.v_stride, reinterpret_cast<std::uintptr_t>(q),
-                          reinterpret_cast<std::uintptr_t>(k), reinterpret_cast<std::uintptr_t>(v));
+  const bool wgmma_fits = attention_wgmma_fits(
+      k_wgmma_built, major, minor, size_of(type), p.head_dim, p.q_stride, p.k_stride, p.v_stride,
+      reinterpret_cast<std::uintptr_t>(q), reinterpret_cast<std::uintptr_t>(k),
+      reinterpret_cast<std::uintptr_t>(v));
   attention_launch l = plan_attention(p.batch * p.heads, p.sq, p.sk, major == 9 && steps_fit, sms,
                                       forced, !sixteen_bits, wgmma_fits);
   if (l.kernel == attention_kernel::decode_split && forced != "decode_scalar" &&

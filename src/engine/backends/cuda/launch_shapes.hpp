@@ -113,16 +113,16 @@ COOLBENCH_HOST_DEVICE inline std::int64_t concat_source(const concat_launch& l, 
 
 /// coolbench.Attention's kernels (attention.cu, attention_mma.cu).
 enum class attention_kernel {
-  decode_split,    // sq == 1: chunks of keys over blocks, then a merge kernel
-  decode_vector,   // the same reading K and V in 16-byte pieces (attention_decode.cu)
-  decode_cluster,  // decode_vector's chunks of a (batch, head) one cluster, merged in it
-  fma_tiled32,     // FMA, register-tiled: 32 query rows a block, 2 a thread (float32)
-  fma_tiled64,     // the same, 64 query rows a block, 4 a thread
-  mma_rows64,      // tensor cores: 64 query rows a block, the warps share each key tile
-  mma_split_keys,  // tensor cores: 16 query rows a block, the warps split the keys
-  mma_halves,      // tensor cores: 64 query rows a block of 8 warps, two halves of the keys
-  tf32x3_rows64,   // float32 on the tensor cores (3xTF32), 64 query rows a block
-  wgmma_rows128,   // Hopper's wgmma (sm_90a): 128 query rows a block of two warpgroups, forced only
+  decode_split,           // sq == 1: chunks of keys over blocks, then a merge kernel
+  decode_vector,          // the same reading K and V in 16-byte pieces (attention_decode.cu)
+  decode_cluster,         // decode_vector's chunks of a (batch, head) one cluster, merged in it
+  fma_tiled32,            // FMA, register-tiled: 32 query rows a block, 2 a thread (float32)
+  fma_tiled64,            // the same, 64 query rows a block, 4 a thread
+  mma_rows64,             // tensor cores: 64 query rows a block, the warps share each key tile
+  mma_split_keys,         // tensor cores: 16 query rows a block, the warps split the keys
+  mma_halves,             // tensor cores: 64 query rows a block of 8 warps, two halves of the keys
+  tf32x3_rows64,          // float32 on the tensor cores (3xTF32), 64 query rows a block
+  wgmma_rows128,          // Hopper's wgmma (sm_90a): 128 query rows a block of two warpgroups
   wgmma_overlap_rows128,  // the same, each tile's softmax under the last tile's P V; forced only
 };
 
@@ -242,8 +242,8 @@ inline std::int64_t attention_decode_cluster_chunk(std::int64_t batch_heads, std
 /// attention_tf32.cu, as PyTorch's float32 attention computes; a name of
 /// the other dtype's kernels picks as "" does; "wgmma" takes 16-bit prefill onto
 /// attention_wgmma.cu's kernel where `wgmma_fits` (attention_wgmma_fits), else picks as ""
-/// does: forced only, level with the mma kernels on an H100; "wgmma_overlap" the same onto
-/// attention_wgmma_overlap.cu's kernel, forced only: 5-10 % slower on an H100). Float32 takes
+/// does; "wgmma_overlap" the same onto attention_wgmma_overlap.cu's kernel, forced only: 5-10 %
+/// slower than wgmma on an H100). Float32 takes
 /// 3xTF32 where 64-row blocks are at least the SMs, else the FMA kernel: attention_bench on an H100
 /// (2026-12-07, one process) had 3xTF32 1.18-1.33x faster at 192-1536 blocks (GPT-2 at batch 8 x
 /// 128, 1 x 1024, 8 x 1024; BERT and ViT at batch 32) and level or slower at 24-96 (batch 1 at 128
@@ -264,6 +264,12 @@ inline std::int64_t attention_decode_cluster_chunk(std::int64_t batch_heads, std
 /// won the first (45 against 59 us) and lost GPT-2 at batch 8 and 128
 /// tokens (18.7 against 13.3). Between 197 x 197 (ViT at batch 1, split)
 /// and 512 x 512 the bound is not measured.
+/// 16-bit prefill takes the wgmma kernel where it fits and its 128-row blocks are at least twice
+/// the SMs: attention_bench on an H100 (2026-12-07, one process) had it ahead of the mma kernels
+/// there (GPT-2 8 x 1024, 768 blocks: 67.3 us against 70.7; BERT 32 x 128, 384 blocks: 17.5
+/// against 18.7; ViT 32 x 197, 768 blocks: level), level at 96 blocks (GPT-2 8 x 128) and
+/// behind below (GPT-2 1 x 1024, 96 blocks: 19.5 against the halves' 15.6; batch 1 at 128 and
+/// 197 tokens: 6.3-8.3 against 5.7-7.4). "mma" keeps the mma kernels.
 /// Of the 64-row tiles, 8 warps in two halves of the keys (one block an SM)
 /// take walks of at least 512 keys over at most 1.5 blocks an SM, where 4
 /// warps walk every tile one after the other: attention_bench on an H100
@@ -298,15 +304,16 @@ inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq
     l.blocks_y = tiles(rows64 ? 64 : 32);
     return l;
   }
-  if ((forced == "wgmma" || forced == "wgmma_overlap") && wgmma_fits) {
-    l.kernel = forced == "wgmma" ? attention_kernel::wgmma_rows128
-                                 : attention_kernel::wgmma_overlap_rows128;
-    l.blocks_y = tiles(k_attention_wgmma_rows);
-    return l;
-  }
   // Any other name (another dtype's kernel, decode_scalar, wgmma or wgmma_overlap where it does
   // not fit) picks as "" does.
   const bool picks = forced != "mma" && forced != "halves" && forced != "split_keys";
+  const bool many128 = batch_heads * tiles(k_attention_wgmma_rows) >= 2 * std::int64_t{sms};
+  if (wgmma_fits && (forced == "wgmma" || forced == "wgmma_overlap" || (picks && many128))) {
+    l.kernel = forced == "wgmma_overlap" ? attention_kernel::wgmma_overlap_rows128
+                                         : attention_kernel::wgmma_rows128;
+    l.blocks_y = tiles(k_attention_wgmma_rows);
+    return l;
+  }
   const bool few = blocks64 < sms && sq * sk <= 256 * 256;
   const bool split = forced == "split_keys" || (picks && few);
   const bool halves = forced == "halves" || (picks && !few && sk >= 512 && 2 * blocks64 <= 3 * sms);
