@@ -28,10 +28,11 @@ SIZES = {
     "full": {"gpt2": {}, "bert": {}, "vit": {"num_labels": 1000, "image_size": 224,
                                              "patch_size": 16}},
     "tiny": {
-        "gpt2": dict(n_layer=2, n_embd=32, n_head=4, vocab_size=97, n_positions=256,
+        # As many positions as the full models, so that every configuration of the grid runs.
+        "gpt2": dict(n_layer=2, n_embd=32, n_head=4, vocab_size=97, n_positions=1024,
                      bos_token_id=0, eos_token_id=0),
         "bert": dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                     intermediate_size=64, max_position_embeddings=256),
+                     intermediate_size=64, max_position_embeddings=512),
         "vit": dict(image_size=32, patch_size=16, hidden_size=32, num_hidden_layers=2,
                     num_attention_heads=4, intermediate_size=64, num_labels=10),
     },
@@ -89,6 +90,10 @@ def parse_config(text, size="full"):
         raise ValueError(f"configuration {text!r}: only GPT-2 takes a past (decode)")
     if batch < 1 or seq < 1 or past < 0:
         raise ValueError(f"configuration {text!r}: batch and seq must be at least 1")
+    positions = {"gpt2": "n_positions", "bert": "max_position_embeddings"}.get(model)
+    if positions and seq + past > getattr(dims(model, size), positions):
+        raise ValueError(f"configuration {text!r}: {seq + past} positions, but {model} at size "
+                         f"{size} has {getattr(dims(model, size), positions)}")
     return Config(model, dtype, batch, seq, past)
 
 

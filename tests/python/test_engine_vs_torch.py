@@ -262,6 +262,21 @@ def test_vit_parses_without_transformers():
         models.parse_config("vit:fp16:1:100")
 
 
+def test_configurations_past_the_positions_are_refused():
+    """A sequence and past beyond the model's positions is refused when parsed, saying so, not
+    by an index error in every engine's process; the tiny models take the grid's longest."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import vs_torch_models as models
+    for size in ("full", "tiny"):
+        assert models.parse_config("gpt2:fp16:8:1024", size).seq == 1024
+        assert models.parse_config("gpt2:fp16:1:1+1023", size).past == 1023
+        assert models.parse_config("bert:fp16:1:512", size).seq == 512
+        with pytest.raises(ValueError, match="1025 positions, but gpt2"):
+            models.parse_config("gpt2:fp16:1:1+1024", size)
+        with pytest.raises(ValueError, match="513 positions, but bert"):
+            models.parse_config("bert:fp16:1:513", size)
+
+
 def test_children_read_the_work_counts_the_parent_wrote(tmp_path, monkeypatch):
     """The parent counts each configuration's work once (work_counts.json in the work folder);
     a child takes its configuration's from there, and counts it itself where it is missing."""
