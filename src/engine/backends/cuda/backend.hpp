@@ -87,12 +87,18 @@ struct gemm_cache_deleter {
 /// cuBLASLt state of one context generation (matmul.cpp): the handle (a
 /// cublasLtHandle_t) adopted by the device layer, the workspace, and the
 /// algorithm chosen per product signature, which a release drops with them.
+/// The skinny kernel (skinny_gemm.hpp) puts its split-K partial sums in the
+/// workspace where it runs in cuBLASLt's place, and keeps its per-tile
+/// counters in `skinny_counters` (zeroed when made; each launch leaves them 0).
 struct blas_state {
   void* handle = nullptr;
   device::owned_resource owner;
   device::buffer workspace;
+  device::buffer skinny_counters;
   std::unique_ptr<gemm_cache, gemm_cache_deleter> gemms;
-  [[nodiscard]] bool valid() const noexcept { return owner.valid() && workspace.valid(); }
+  [[nodiscard]] bool valid() const noexcept {
+    return owner.valid() && workspace.valid() && skinny_counters.valid();
+  }
 };
 
 class cuda_backend final : public backend {

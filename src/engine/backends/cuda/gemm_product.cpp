@@ -1,4 +1,5 @@
-// run_product: the chosen algorithm's launch, and the padded output of a
+// run_product: the chosen algorithm's launch (cuBLASLt's, or the skinny
+// kernel's where gemm_tuning chose it), and the padded output of a
 // product whose Y rows break cuBLASLt's 16-byte alignment (the lm_head's
 // N = 50257 in fp16): computed into a scratch tensor of aligned rows (over
 // all its columns where B is a zero-padded weight), then copied into Y by
@@ -35,6 +36,13 @@ void launch(const op_call& call, const product& p, const std::string& note) {
       return;
     }
     call.fail("cuBLASLt has no algorithm for this product");
+  }
+  if (entry.skinny) {
+    const gemm_key key = key_of(p, false, blas.workspace.size());  // its ldb and ldy
+    launch_skinny(*entry.skinny, skinny_operands_of(p, key, p.c != nullptr ? p.c : p.y, p.y),
+                  static_cast<float*>(blas.workspace.get()),
+                  static_cast<unsigned*>(blas.skinny_counters.get()), call.stream);
+    return;
   }
   set_bias_pointer(entry, p.bias);
   COOLBENCH_CUBLAS_CALL(

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <optional>
 
@@ -220,6 +221,7 @@ struct launch_args {
   cublasLtHandle_t handle;
   const gemm_entry& entry;
   const product& p;
+  const gemm_key& key;
   const void* c;
   void* d;
   void* workspace;
@@ -244,31 +246,45 @@ std::optional<device::buffer> timing_memory(cuda_backend& backend, std::size_t b
 }
 
 // Each candidate's timed launches (ms); empty for one whose launch failed.
-// Writing `flush` evicts the L2 cache before each timed launch.
-std::vector<std::vector<double>> time_candidates(cuda_backend& backend, gemm_cache& cache,
+// Writing `flush` evicts the L2 cache before each timed launch. The
+// candidates are cuBLASLt's, then the skinny kernel's plan where given.
+std::vector<std::vector<double>> time_candidates(cuda_backend& backend, blas_state& blas,
                                                  const launch_args& launch,
                                                  const candidate_list& candidates,
+                                                 const skinny_plan* skinny,
                                                  const device::buffer& flush) {
+  gemm_cache& cache = *blas.gemms;
+  const std::size_t count = candidates.size() + (skinny != nullptr ? 1 : 0);
   const std::size_t flush_bytes = flush.size();
-  const std::size_t needed = candidates.size() * 2 * k_repetitions;
+  const std::size_t needed = count * 2 * k_repetitions;
   while (cache.events.size() < needed) cache.events.push_back(backend.lease().create_event());
-  std::vector<bool> ran(candidates.size(), true);
-  for (std::size_t c = 0; c < candidates.size(); ++c) {
-    for (int w = 0; w < k_warmups && ran[c]; ++w)
-      ran[c] = launch(candidates[c].algo) == CUBLAS_STATUS_SUCCESS;
+  const auto run = [&](std::size_t c) {
+    if (c < candidates.size()) return launch(candidates[c].algo) == CUBLAS_STATUS_SUCCESS;
+    try {
+      launch_skinny(*skinny, skinny_operands_of(launch.p, launch.key, launch.c, launch.d),
+                    static_cast<float*>(launch.workspace),
+                    static_cast<unsigned*>(blas.skinny_counters.get()), launch.stream);
+      return true;
+    } catch (const ::coolbench::cuda_error&) {  // a launch refused: not a candidate
+      return false;
+    }
+  };
+  std::vector<bool> ran(count, true);
+  for (std::size_t c = 0; c < count; ++c) {
+    for (int w = 0; w < k_warmups && ran[c]; ++w) ran[c] = run(c);
     for (int r = 0; r < k_repetitions && ran[c]; ++r) {
       // The weights come from memory in a model's run: evict them first.
       COOLBENCH_CUDA_CALL(cudaMemsetAsync(flush.get(), r, flush_bytes, launch.stream));
       auto* const start = static_cast<cudaEvent_t>(cache.events[(c * k_repetitions + r) * 2]);
       auto* const stop = static_cast<cudaEvent_t>(cache.events[(c * k_repetitions + r) * 2 + 1]);
       COOLBENCH_CUDA_CALL(cudaEventRecord(start, launch.stream));
-      ran[c] = launch(candidates[c].algo) == CUBLAS_STATUS_SUCCESS;
+      ran[c] = run(c);
       COOLBENCH_CUDA_CALL(cudaEventRecord(stop, launch.stream));
     }
   }
   COOLBENCH_CUDA_CALL(cudaStreamSynchronize(launch.stream));
-  std::vector<std::vector<double>> samples(candidates.size());
-  for (std::size_t c = 0; c < candidates.size(); ++c) {
+  std::vector<std::vector<double>> samples(count);
+  for (std::size_t c = 0; c < count; ++c) {
     for (int r = 0; r < k_repetitions && ran[c]; ++r) {
       float ms = 0.0F;
       COOLBENCH_CUDA_CALL(cudaEventElapsedTime(
@@ -295,10 +311,17 @@ bool needs_scratch_target(const product& p, const gemm_key& key) {
   return overlaps(y, a) || overlaps(y, b) || overlaps(y, c) || overlaps(y, bias);
 }
 
-// Times the candidates and chooses the fastest; says what it found. False,
-// with `entry` unchanged, where the device has no memory for the timing.
+std::string describe_skinny(const skinny_plan& plan) {
+  return "skinny kernel, " + std::to_string(plan.tiles) + " x " + std::to_string(plan.splits) +
+         " blocks, split K " + std::to_string(plan.splits) + " (" + std::to_string(plan.depth) +
+         " deep)";
+}
+
+// Times the candidates (and the skinny kernel's plan where given) and chooses
+// the fastest; says what it found. False, with `entry` unchanged, where the
+// device has no memory for the timing.
 bool tune(const op_call& call, blas_state& blas, const product& p, const gemm_key& key,
-          gemm_entry& entry, const candidate_list& candidates) {
+          gemm_entry& entry, const candidate_list& candidates, const skinny_plan* skinny) {
   auto* const stream = static_cast<cudaStream_t>(call.stream);
   int l2_bytes = 0;
   COOLBENCH_CUDA_CALL(
@@ -316,36 +339,51 @@ bool tune(const op_call& call, blas_state& blas, const product& p, const gemm_ke
   const launch_args launch{static_cast<cublasLtHandle_t>(blas.handle),
                            entry,
                            p,
+                           key,
                            p.c != nullptr ? p.c : p.y,
                            target ? target->get() : p.y,
                            blas.workspace.get(),
                            key.workspace,
                            stream};
   set_bias_pointer(entry, p.bias);
-  const auto samples = time_candidates(call.backend, *blas.gemms, launch, candidates, *flush);
+  const auto samples = time_candidates(call.backend, blas, launch, candidates, skinny, *flush);
   const auto best = fastest_candidate(samples);
   if (!best) {
     call.fail("no cuBLASLt algorithm of the " + std::to_string(candidates.size()) +
               " timed (the heuristic's and their split-K variants) could be launched");
   }
-  const candidate& chosen = candidates[*best];
   const auto offered = static_cast<std::size_t>(std::count_if(
       candidates.begin(), candidates.end(), [](const candidate& c) { return c.split == 0; }));
+  const std::string tally = std::to_string(offered) + " offered, " +
+                            std::to_string(candidates.size() - offered) + " split-K variants";
+  if (*best == candidates.size()) {  // the skinny kernel
+    const auto cublas = fastest_candidate(std::span(samples).first(candidates.size()));
+    entry.algo.reset();
+    entry.skinny = *skinny;
+    entry.detail = describe_skinny(*skinny) + " (timed: " + microseconds(samples[*best]) +
+                   "; cuBLASLt's fastest of " + tally + " " +
+                   (cublas ? microseconds(samples[*cublas]) : std::string("none ran")) +
+                   ", the heuristic's first " + microseconds(samples[0]) + ")";
+    return true;
+  }
+  const candidate& chosen = candidates[*best];
   const std::string which = chosen.split == 0
                                 ? "the heuristic's #" + std::to_string(chosen.rank)
                                 : "the heuristic's #" + std::to_string(chosen.rank) + " split " +
                                       std::to_string(chosen.split) + " ways here";
   entry.algo = chosen.algo;
-  entry.detail = describe_algo(*entry.algo) + " (timed: " + which + "; " + std::to_string(offered) +
-                 " offered, " + std::to_string(candidates.size() - offered) +
-                 " split-K variants; " + microseconds(samples[*best]) + ", the heuristic's first " +
-                 microseconds(samples[0]) + ")";
+  entry.skinny.reset();
+  entry.detail =
+      describe_algo(*entry.algo) + " (timed: " + which + "; " + tally + "; " +
+      microseconds(samples[*best]) + ", the heuristic's first " + microseconds(samples[0]) +
+      (skinny != nullptr ? ", the skinny kernel " + microseconds(samples.back()) : "") + ")";
   return true;
 }
 
 // The timed choices of this process, per device and signature.
 struct kept_choice {
-  cublasLtMatmulAlgo_t algo;
+  std::optional<cublasLtMatmulAlgo_t> algo;
+  std::optional<skinny_plan> skinny;
   std::string detail;
 };
 std::mutex g_choices_mutex;
@@ -359,7 +397,7 @@ std::optional<kept_choice> find_kept(int device, const gemm_key& key) {
 
 void keep(int device, const gemm_key& key, const gemm_entry& entry) {
   const std::lock_guard lock(g_choices_mutex);
-  g_choices.insert_or_assign({device, key}, kept_choice{*entry.algo, entry.detail});
+  g_choices.insert_or_assign({device, key}, kept_choice{entry.algo, entry.skinny, entry.detail});
 }
 
 bool capturing(void* stream) {
@@ -370,7 +408,7 @@ bool capturing(void* stream) {
 
 }  // namespace
 
-gemm_key key_of(const product& p, bool tf32, std::size_t workspace) {
+gemm_key key_of(const product& p, bool tf32, std::size_t workspace, skinny_mode skinny) {
   gemm_key key;
   key.type = static_cast<int>(p.type);
   key.trans_a = p.trans_a;
@@ -395,7 +433,42 @@ gemm_key key_of(const product& p, bool tf32, std::size_t workspace) {
   key.align_c = p.c != nullptr ? address_alignment(p.c) : key.align_y;
   key.align_bias = p.bias != nullptr ? address_alignment(p.bias) : 0;
   key.workspace = workspace;
+  key.skinny = skinny;
   return key;
+}
+
+skinny_problem skinny_problem_of(const gemm_key& key) {
+  return skinny_problem{.type = static_cast<dtype>(key.type),
+                        .trans_a = key.trans_a,
+                        .trans_b = key.trans_b,
+                        .m = key.m,
+                        .n = key.n,
+                        .k = key.k,
+                        .batch = key.batch,
+                        .ldb = key.ldb,
+                        .align_b = key.align_b,
+                        .workspace = key.workspace};
+}
+
+skinny_operands skinny_operands_of(const product& p, const gemm_key& key, const void* c, void* y) {
+  // blas_activation's values are the kernel's activation codes.
+  static_assert(static_cast<int>(blas_activation::none) == 0 &&
+                static_cast<int>(blas_activation::relu) == 1 &&
+                static_cast<int>(blas_activation::gelu_tanh) == 2);
+  return skinny_operands{.type = p.type,
+                         .m = p.m,
+                         .n = p.n,
+                         .k = p.k,
+                         .ldb = key.ldb,
+                         .ldy = key.ldy,
+                         .x = p.a,
+                         .w = p.b,
+                         .y = y,
+                         .c = c,
+                         .bias = p.bias,
+                         .alpha = p.alpha,
+                         .beta = p.beta,
+                         .activation = static_cast<int>(p.activation)};
 }
 
 void set_bias_pointer(const gemm_entry& entry, const void* bias) {
@@ -407,42 +480,54 @@ void set_bias_pointer(const gemm_entry& entry, const void* bias) {
 const gemm_entry& gemm_entry_for(const op_call& call, blas_state& blas, const product& p, bool tf32,
                                  bool tune_it, std::unique_ptr<gemm_entry>& scratch) {
   if (!blas.gemms) blas.gemms.reset(new gemm_cache());
-  const gemm_key key = key_of(p, tf32, blas.workspace.size());
+  const skinny_mode mode = skinny_mode_from(std::getenv("COOLBENCH_GEMM_SKINNY"));
+  const gemm_key key = key_of(p, tf32, blas.workspace.size(), mode);
   if (const auto it = blas.gemms->entries.find(key); it != blas.gemms->entries.end()) {
     return *it->second;
   }
   std::unique_ptr<gemm_entry> entry = describe(key, p);
   const int device = call.backend.lease().ordinal();
+  int sms = 0;
+  COOLBENCH_CUDA_CALL(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::optional<skinny_plan> skinny =
+      mode == skinny_mode::off ? std::nullopt : plan_skinny(skinny_problem_of(key), sms);
+  if (mode == skinny_mode::forced && skinny) {
+    entry->skinny = skinny;
+    entry->detail = describe_skinny(*skinny) + " (forced: COOLBENCH_GEMM_SKINNY=force)";
+    return *blas.gemms->entries.emplace(key, std::move(entry)).first->second;
+  }
   if (const auto kept = tune_it ? find_kept(device, key) : std::nullopt) {
     entry->algo = kept->algo;  // timed before: in another session, or before a release
+    entry->skinny = kept->skinny;
     entry->detail = kept->detail;
     return *blas.gemms->entries.emplace(key, std::move(entry)).first->second;
   }
   const bool recording = capturing(call.stream);
   // Split-K variants only where they will be timed: untimed, the
   // heuristic's first is taken.
-  int multiprocessors = 0;
-  if (tune_it && !recording) {
-    COOLBENCH_CUDA_CALL(
-        cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  }
+  const int multiprocessors = tune_it && !recording ? sms : 0;
   const candidate_list candidates =
       find_candidates(static_cast<cublasLtHandle_t>(blas.handle), key, *entry, multiprocessors);
-  const bool timed = tune_it && !recording && candidates.size() > 1;
+  // The skinny kernel beside cuBLASLt's candidates, never in their place: where
+  // cuBLASLt has none (an epilogue it lacks) the caller's fallback applies as before.
+  const skinny_plan* skinny_candidate =
+      mode == skinny_mode::timed && skinny && !candidates.empty() ? &*skinny : nullptr;
+  const std::size_t timeable = candidates.size() + (skinny_candidate != nullptr ? 1 : 0);
+  const bool timed = tune_it && !recording && timeable > 1;
   if (candidates.empty()) {
     entry->detail = "cuBLASLt has no algorithm";
-  } else if (timed && tune(call, blas, p, key, *entry, candidates)) {
+  } else if (timed && tune(call, blas, p, key, *entry, candidates, skinny_candidate)) {
     keep(device, key, *entry);
   } else {
     entry->algo = candidates.front().algo;
-    const char* why = !tune_it                ? "gemm_autotune off"
-                      : recording             ? "not timed: the stream was being captured"
-                      : candidates.size() > 1 ? "not timed: no device memory left for timing"
-                                              : "the only candidate";
+    const char* why = !tune_it       ? "gemm_autotune off"
+                      : recording    ? "not timed: the stream was being captured"
+                      : timeable > 1 ? "not timed: no device memory left for timing"
+                                     : "the only candidate";
     entry->detail = describe_algo(*entry->algo) + " (the heuristic's first of " +
                     std::to_string(candidates.size()) + "; " + why + ")";
   }
-  if (recording && tune_it && candidates.size() > 1) {
+  if (recording && tune_it && timeable > 1) {
     scratch = std::move(entry);  // the next uncaptured run times this signature
     return *scratch;
   }

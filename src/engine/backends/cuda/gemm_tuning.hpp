@@ -12,6 +12,13 @@
 // Timing writes Y repeatedly: when that would change what the product reads (beta != 0 with C in Y,
 // or Y overlapping an input) it writes a scratch block from the device layer instead.
 //
+// The skinny kernel (skinny_gemm.hpp, for M of 1 to 8) is one more candidate where
+// COOLBENCH_GEMM_SKINNY=1 and skinny_fits: timed with cuBLASLt's, kept only where it measures
+// faster (a tie goes to cuBLASLt); untimed paths (tuning off, a capture) keep the heuristic's
+// first. COOLBENCH_GEMM_SKINNY=force takes it wherever it fits, untimed (tests, benchmarks).
+// Unset (the default) it is never considered: it has yet to be timed on a GPU. The mode is
+// part of the signature, so a process's kept choices of one mode do not answer for another.
+//
 // What is kept where: the descriptors and the timing events live in the
 // backend's cuBLASLt state, which a device release drops with the handle.
 // The timed choice itself (cuBLASLt's algorithm descriptor is plain data,
@@ -32,6 +39,7 @@
 #include <vector>
 
 #include "engine/backends/cuda/fused_blas.hpp"
+#include "engine/backends/cuda/skinny_gemm.hpp"
 
 namespace coolbench::engine::cuda {
 
@@ -54,6 +62,7 @@ struct gemm_key {
   bool tf32 = false;
   std::uint32_t align_a = 0, align_b = 0, align_c = 0, align_y = 0, align_bias = 0;
   std::size_t workspace = 0;
+  skinny_mode skinny = skinny_mode::off;  ///< COOLBENCH_GEMM_SKINNY when the entry was made
   auto operator<=>(const gemm_key&) const = default;
 };
 
@@ -67,14 +76,16 @@ using lt_desc = std::unique_ptr<cublasLtMatmulDescOpaque_t, lt_desc_deleter>;
 using lt_layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, lt_layout_deleter>;
 
 /// One signature's descriptors (cuBLAS's column-major view: its A is our B)
-/// and the algorithm chosen; none when cuBLASLt has no algorithm for it.
+/// and the algorithm chosen: cuBLASLt's, or the skinny kernel's plan; neither
+/// when cuBLASLt has no algorithm for it.
 struct gemm_entry {
   lt_desc desc;
   lt_layout la, lb, ly;                      ///< ly describes C and Y alike
-  std::optional<cublasLtMatmulAlgo_t> algo;  ///< none: cuBLASLt has no algorithm
+  std::optional<cublasLtMatmulAlgo_t> algo;  ///< none: cuBLASLt has no algorithm, or skinny
+  std::optional<skinny_plan> skinny;         ///< set: the skinny kernel runs the product
   /// The algorithm, its rank among the candidates and how it was chosen.
   std::string detail;
-  [[nodiscard]] bool runnable() const noexcept { return algo.has_value(); }
+  [[nodiscard]] bool runnable() const noexcept { return algo.has_value() || skinny.has_value(); }
 };
 
 /// Every signature's entry, and the events timing reuses (made by the lease,
@@ -85,7 +96,16 @@ struct gemm_cache {
 };
 
 /// The key of `p` as run_product launches it (ldb, ldy resolved).
-[[nodiscard]] gemm_key key_of(const product& p, bool tf32, std::size_t workspace);
+[[nodiscard]] gemm_key key_of(const product& p, bool tf32, std::size_t workspace,
+                              skinny_mode skinny = skinny_mode::off);
+
+/// What the skinny kernel's plan reads of a key.
+[[nodiscard]] skinny_problem skinny_problem_of(const gemm_key& key);
+
+/// The skinny kernel's operands for `p` (ldb, ldy resolved as in `key`), writing `y`
+/// and reading C from `c`.
+[[nodiscard]] skinny_operands skinny_operands_of(const product& p, const gemm_key& key,
+                                                 const void* c, void* y);
 
 /// The entry for `p`: cached, or made now (descriptors, candidates, and the
 /// choice, timed when `tune` and the stream is not capturing). A capture's

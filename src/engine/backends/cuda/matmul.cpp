@@ -12,10 +12,12 @@
 #include <string>
 
 #include "core/cublas_check.hpp"
+#include "core/cuda_check.hpp"
 #include "engine/backends/cuda/backend.hpp"
 #include "engine/backends/cuda/fused_blas.hpp"
 #include "engine/backends/cuda/gemm_tuning.hpp"
 #include "engine/backends/cuda/kernels.hpp"
+#include "engine/backends/cuda/skinny_gemm.hpp"
 
 namespace coolbench::engine::cuda {
 
@@ -41,6 +43,12 @@ blas_state& cuda_backend::blas() {
     throw;
   }
   state->workspace = held.allocate(k_workspace_bytes);
+  // Made before any capture (prepare_recording makes this state), so the
+  // zeroing runs eagerly; the kernel's last block of a tile zeroes its counter again.
+  const std::size_t counter_bytes = k_skinny_counters * sizeof(unsigned);
+  state->skinny_counters = held.allocate(counter_bytes);
+  COOLBENCH_CUDA_CALL(cudaMemsetAsync(state->skinny_counters.get(), 0, counter_bytes,
+                                      static_cast<cudaStream_t>(held.stream())));
   state->gemms.reset(new gemm_cache());
   m_blas = std::move(state);
   return *m_blas;
