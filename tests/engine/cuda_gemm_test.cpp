@@ -10,8 +10,12 @@
 // timing while the stream is captured, none (and no failure) where the
 // device has no memory left for it, the option's environment switch, and
 // GPT-2 sessions with an odd vocabulary as CUDA graphs across releases.
+// Then the skinny kernel for M of 1 to 8 (skinny_gemm.hpp), forced by
+// COOLBENCH_GEMM_SKINNY=force: [K, N] and [N, K] weights over decode's sizes
+// and odd ones, every epilogue, the lm_head, a CUDA graph replayed twice
+// (its split-K counters must be back at 0), and timed beside cuBLASLt's (=1).
 // Allocations are poisoned with 0xFF bytes, so an element the padded copy
-// leaves unwritten fails. Needs a GPU (ctest label gpu); skips without one.
+// (or a kernel) leaves unwritten fails. Needs a GPU (ctest label gpu); skips without one.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -463,6 +467,233 @@ TEST(cuda_gemm, gpt2_graph_sessions_run_timed_and_release) {
     timed.run();
     EXPECT_TRUE(same_bytes(timed.output(0), first));
     EXPECT_EQ(timed.execution().mode, execution_mode::graph) << timed.execution().reason;
+  }
+}
+
+// COOLBENCH_GEMM_SKINNY set for the scope (products made meanwhile take the mode).
+class skinny_mode_set {
+ public:
+  explicit skinny_mode_set(const char* value) { ::setenv("COOLBENCH_GEMM_SKINNY", value, 1); }
+  ~skinny_mode_set() { ::unsetenv("COOLBENCH_GEMM_SKINNY"); }
+  skinny_mode_set(const skinny_mode_set&) = delete;
+  skinny_mode_set& operator=(const skinny_mode_set&) = delete;
+  skinny_mode_set(skinny_mode_set&&) = delete;
+  skinny_mode_set& operator=(skinny_mode_set&&) = delete;
+};
+
+bool ran_skinny(const std::string& detail) {
+  return detail.rfind("skinny kernel", 0) == 0;  // the choice leads the detail
+}
+
+// x [M, K] times W [K, N] (MatMul) or W [N, K] (Gemm, transB), W scaled by 1/sqrt(K) so
+// that the outputs stay near 1.
+product_case skinny_case(std::int64_t m, std::int64_t k, std::int64_t n, bool trans_b) {
+  const std::string sizes =
+      " M " + std::to_string(m) + " K " + std::to_string(k) + " N " + std::to_string(n);
+  if (trans_b) {
+    return {"Gemm transB" + sizes, "Gemm", {{m, k}, {n, k}}, {m, n}, {{"transB", std::int64_t{1}}}};
+  }
+  return {"MatMul" + sizes, "MatMul", {{m, k}, {k, n}}, {m, n}, {}};
+}
+
+std::map<std::string, tensor> skinny_inputs(const product_case& c, dtype type, std::int64_t k) {
+  std::map<std::string, tensor> inputs;
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+    const float scale = i == 1 ? 1.0F / std::sqrt(static_cast<float>(k)) : 1.0F;
+    inputs["in" + std::to_string(i)] =
+        random_tensor(type, c.inputs[i], 60 + static_cast<unsigned>(i), scale);
+  }
+  return inputs;
+}
+
+TEST(cuda_gemm, the_skinny_kernel_forced_matches_the_cpu) {
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  const skinny_mode_set forced("force");
+  const auto cpu = make_backend("cpu");
+  const auto gpu = cuda_backend_with(false);
+  for (const dtype type : {dtype::float16, dtype::bfloat16, dtype::float32}) {
+    for (const std::int64_t m : {1, 2, 5, 8}) {
+      // K of 100: not a whole number of the splits' 8-row steps, nor of 16-byte pieces.
+      for (const std::int64_t k : {8, 64, 768, 3072, 100}) {
+        for (const std::int64_t n : {8, 768, 2304, 3072}) {
+          for (const bool trans_b : {false, true}) {
+            const product_case c = skinny_case(m, k, n, trans_b);
+            const std::string label = std::string(to_string(type)) + " " + c.label;
+            SCOPED_TRACE(label);
+            const graph g = one_node(c, type);
+            const auto inputs = skinny_inputs(c, type, k);
+            const tensor want = run_graph(g, *cpu, inputs).at("y");
+            expect_close(run_graph(g, *gpu, inputs).at("y"), want, label);
+            // [N, K] rows of 100 halves (200 bytes) are off 16-byte boundaries: cuBLASLt's.
+            const bool fits = !(trans_b && k == 100 && type != dtype::float32);
+            const std::string detail = gpu->node_detail(g.nodes[0]);
+            EXPECT_EQ(ran_skinny(detail), fits) << detail;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(cuda_gemm, the_skinny_kernel_forced_computes_the_lm_head) {
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  const skinny_mode_set forced("force");
+  const auto cpu = make_backend("cpu");
+  const auto gpu = cuda_backend_with(false);
+  for (const dtype type : {dtype::float16, dtype::bfloat16}) {
+    for (const std::int64_t m : {1, 8}) {
+      // The padded wte (whole 16-byte rows of Y), and the vocabulary itself: Y's rows of 50257
+      // halves go through run_product's padded scratch, the kernel computing 50257 of them.
+      for (const std::int64_t n : {50264, 50257}) {
+        const product_case c = skinny_case(m, 768, n, true);
+        const std::string label = std::string(to_string(type)) + " lm_head " + c.label;
+        SCOPED_TRACE(label);
+        const graph g = one_node(c, type);
+        const auto inputs = skinny_inputs(c, type, 768);
+        const tensor want = run_graph(g, *cpu, inputs).at("y");
+        expect_close(run_graph(g, *gpu, inputs).at("y"), want, label);
+        const std::string detail = gpu->node_detail(g.nodes[0]);
+        EXPECT_TRUE(ran_skinny(detail)) << detail;
+        EXPECT_EQ(detail.find("padded from 50257") != std::string::npos, n == 50257) << detail;
+      }
+    }
+  }
+}
+
+TEST(cuda_gemm, the_skinny_kernel_forced_applies_every_epilogue_as_the_cpu) {
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  const skinny_mode_set forced("force");
+  const auto cpu = make_backend("cpu");
+  const auto gpu = cuda_backend_with(false);
+  const std::pair<std::int64_t, std::int64_t> sizes[] = {{768, 2304}, {3072, 768}, {64, 8}};
+  for (const dtype type : {dtype::float16, dtype::bfloat16, dtype::float32}) {
+    for (const std::int64_t m : {1, 5, 8}) {
+      for (const auto& [k, n] : sizes) {
+        // FusedGemm: bias always, then ReLU, GELU (the exporters' tanh form and the op's),
+        // or a residual (C apart from Y, beta 1).
+        for (const std::string tail : {"none", "relu", "gelu_new", "gelu_tanh_op", "residual"}) {
+          const std::string label = std::string(to_string(type)) + " M " + std::to_string(m) +
+                                    " K " + std::to_string(k) + " N " + std::to_string(n) + " " +
+                                    tail;
+          SCOPED_TRACE(label);
+          const graph g = gemm_graph(type, {m, k}, n, tail);
+          graph fused = g;
+          EXPECT_EQ(specialize_and_fuse(fused, *gpu).count("gemm_epilogue"), 1U);
+          std::map<std::string, tensor> inputs{{"x", random_tensor(type, {m, k}, 5)}};
+          if (tail == "residual") inputs["r"] = random_tensor(type, {m, n}, 6);
+          const auto want = run_graph(g, *cpu, inputs);
+          const auto got = run_graph(fused, *gpu, inputs);
+          const tensor* added = tail == "residual" ? &inputs.at("r") : nullptr;
+          for (const auto& [name, w] : want) expect_close(got.at(name), w, label, added);
+          for (const node& product_node : fused.nodes) {
+            if (product_node.op_type != "FusedGemm") continue;
+            EXPECT_TRUE(ran_skinny(gpu->node_detail(product_node)))
+                << gpu->node_detail(product_node);
+          }
+        }
+        // Gemm's alpha and beta, C in Y (Y starts as C): [N] broadcast and [M, N].
+        for (const bool full_c : {false, true}) {
+          const std::map<std::string, attribute> attributes = {
+              {"transB", std::int64_t{full_c ? 1 : 0}}, {"alpha", 0.7F}, {"beta", 0.5F}};
+          const shape_t w_shape = full_c ? shape_t{n, k} : shape_t{k, n};
+          const shape_t c_shape = full_c ? shape_t{m, n} : shape_t{n};
+          const product_case c{
+              std::string(full_c ? "Gemm transB C[M,N]" : "Gemm C[N]") + " alpha 0.7 beta 0.5",
+              "Gemm",
+              {{m, k}, w_shape, c_shape},
+              {m, n},
+              attributes};
+          const std::string label = std::string(to_string(type)) + " M " + std::to_string(m) +
+                                    " K " + std::to_string(k) + " N " + std::to_string(n) + " " +
+                                    c.label;
+          SCOPED_TRACE(label);
+          const graph g = one_node(c, type);
+          const auto inputs = skinny_inputs(c, type, k);
+          const tensor want = run_graph(g, *cpu, inputs).at("y");
+          // C [M, N] is a term summed after the product (the tolerance's `added`).
+          expect_close(run_graph(g, *gpu, inputs).at("y"), want, label,
+                       full_c ? &inputs.at("in2") : nullptr);
+          EXPECT_TRUE(ran_skinny(gpu->node_detail(g.nodes[0]))) << gpu->node_detail(g.nodes[0]);
+        }
+      }
+    }
+  }
+}
+
+TEST(cuda_gemm, the_skinny_kernel_in_a_cuda_graph_replays_with_its_counters_back_at_zero) {
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  const skinny_mode_set forced("force");
+  const auto cpu = make_backend("cpu");
+  // K of 3072 is 3 splits at least (1,024 rows a block at most) on any GPU, more on most:
+  // each tile's last block sums them and must leave its counter at 0 for the next replay.
+  for (const bool trans_b : {false, true}) {
+    const product_case c = skinny_case(8, 3072, 768, trans_b);
+    SCOPED_TRACE(c.label);
+    const graph g = one_node(c, dtype::float16);
+    const auto inputs = skinny_inputs(c, dtype::float16, 3072);
+    const tensor want = run_graph(g, *cpu, inputs).at("y");
+    {  // the blocks the captured run allocates, cached by an eager run first
+      const auto warm = cuda_backend_with(false, false);
+      static_cast<void>(run_graph(g, *warm, inputs));
+    }
+    const auto gpu = cuda_backend_with(false, false);
+    std::vector<tensor> device_inputs;
+    for (const auto& v : g.inputs) device_inputs.push_back(gpu->copy_in(inputs.at(v.name)));
+    std::vector<const tensor*> in;
+    for (const auto& t : device_inputs) in.push_back(&t);
+    gpu->prepare_recording();
+    std::vector<tensor> out(1);
+    gpu->begin_recording();
+    try {
+      gpu->run(g.nodes[0], in, out);
+    } catch (...) {
+      gpu->abandon_recording();
+      throw;
+    }
+    const auto work = gpu->end_recording();
+    const std::string detail = gpu->node_detail(g.nodes[0]);
+    ASSERT_TRUE(ran_skinny(detail)) << detail;
+    EXPECT_EQ(detail.find("split K 1 "), std::string::npos) << detail;
+    for (int replay = 0; replay < 2; ++replay) {
+      // NaN in Y first: a tile whose last block did not see the others' arrivals (a counter
+      // left above 0) is never stored, and fails.
+      ASSERT_EQ(cudaMemsetAsync(out[0].device_data(), 0xFF, out[0].bytes(),
+                                static_cast<cudaStream_t>(gpu->stream())),
+                cudaSuccess);
+      work->launch();
+      gpu->synchronize();
+      expect_close(gpu->copy_out(out[0]), want, "replay " + std::to_string(replay));
+    }
+    std::vector<tensor> eager(1);
+    gpu->run(g.nodes[0], in, eager);
+    expect_close(gpu->copy_out(eager[0]), want, "eager after the replays");
+    gpu->end_run();
+  }
+}
+
+TEST(cuda_gemm, the_skinny_kernel_is_timed_beside_cublaslt) {
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  const skinny_mode_set timed("1");
+  const auto cpu = make_backend("cpu");
+  for (const std::int64_t m : {1, 8}) {
+    const product_case c = skinny_case(m, 768, 2304, false);
+    SCOPED_TRACE(c.label);
+    const graph g = one_node(c, dtype::float16);
+    const auto inputs = skinny_inputs(c, dtype::float16, 768);
+    const tensor want = run_graph(g, *cpu, inputs).at("y");
+    for (const bool tuning : {true, false}) {
+      const auto gpu = cuda_backend_with(tuning);
+      expect_close(run_graph(g, *gpu, inputs).at("y"), want, tuning ? "timed" : "untimed");
+      const std::string detail = gpu->node_detail(g.nodes[0]);
+      std::printf("RECORD skinny timed %s %s: %s\n", c.label.c_str(), tuning ? "timed" : "untimed",
+                  detail.c_str());
+      if (tuning) {  // chosen, or named with its time beside cuBLASLt's choice
+        EXPECT_TRUE(ran_skinny(detail) || detail.find("the skinny kernel ") != std::string::npos)
+            << detail;
+      } else {  // untimed: the heuristic's first, as without the kernel
+        EXPECT_NE(detail.find("gemm_autotune off"), std::string::npos) << detail;
+      }
+    }
   }
 }
 
