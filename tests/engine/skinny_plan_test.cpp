@@ -2,7 +2,7 @@
 // products the kernel refuses (skinny_fits), and how it splits K (plan_skinny):
 // every row of K in exactly one split, the grid within CUDA's limits and its
 // shared memory within a launch's default 48 KiB, as many splits as fill the
-// multiprocessors twice, fewer where the workspace is short.
+// SMs with 2 blocks each, fewer where the workspace is short.
 #include <gtest/gtest.h>
 
 #include <cstdint>

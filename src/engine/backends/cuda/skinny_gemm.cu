@@ -4,7 +4,7 @@
 // are built for bandwidth: 8 lanes read a 128-byte run of one row of W, every load
 // instruction of a warp reads whole 128-byte lines, each thread has its next step's loads in
 // flight while it multiplies the current one, and K is split over the block's 32 lane groups
-// and over blocks until the grid fills every multiprocessor twice (plan_skinny). x's slice
+// and over blocks until the grid is one wave of 2 blocks an SM (plan_skinny). x's slice
 // waits in shared memory as float32, read by every lane of the block; the accumulation is
 // float32 throughout.
 //
