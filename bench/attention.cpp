@@ -45,18 +45,14 @@
 #include "engine/backend.hpp"
 #include "engine/backends/registry.hpp"
 #include "engine/fusion/fusion.hpp"
+#include "graph_replay_timing.hpp"
 
 namespace {
 
 using namespace coolbench::engine;                  // NOLINT(google-build-using-namespace)
 using namespace coolbench::engine::attention_test;  // NOLINT(google-build-using-namespace)
 
-void check(cudaError_t status) {
-  if (status != cudaSuccess) {
-    std::fprintf(stderr, "CUDA error: %s\n", cudaGetErrorString(status));
-    std::exit(1);
-  }
-}
+using coolbench::bench::check_cuda;
 
 tensor random_tensor(dtype type, const shape_t& shape, std::mt19937& rng) {
   tensor t(type, shape);
@@ -94,30 +90,7 @@ double time_session(const graph& g, int runs) {
   coolbench::engine::session s(g, "cuda:0");
   for (auto& [name, value] : random_inputs(g)) s.set_input(name, std::move(value));
   for (int i = 0; i < 5; ++i) s.run();
-  if (s.execution().mode != execution_mode::graph) {
-    std::fprintf(stderr, "attention_bench: the session runs node by node: %s\n",
-                 s.execution().reason.c_str());
-  }
-  const auto stream = static_cast<cudaStream_t>(s.stream());
-  cudaEvent_t start = nullptr, stop = nullptr;
-  check(cudaEventCreate(&start));
-  check(cudaEventCreate(&stop));
-  // The fastest of 3 rounds: the first session of a process read 24 us against 5.4 for the
-  // same attention in the next (GPT-2 b1 x 128 fp16, then bf16, on an H100, 2026-12-07).
-  float best = 0;
-  for (int round = 0; round < 3; ++round) {
-    s.prepare();
-    check(cudaEventRecord(start, stream));
-    for (int i = 0; i < runs; ++i) s.launch();
-    check(cudaEventRecord(stop, stream));
-    s.synchronize();
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop));
-    best = round == 0 ? ms : std::min(best, ms);
-  }
-  check(cudaEventDestroy(start));
-  check(cudaEventDestroy(stop));
-  return static_cast<double>(best) / runs;
+  return coolbench::bench::fastest_replays_ms(s, runs, "attention_bench") / runs;
 }
 
 // Milliseconds per run of g's nodes on b (inputs resident), by CUDA events.
@@ -137,16 +110,16 @@ double time_graph(const graph& g, backend& b, int runs) {
   for (int i = 0; i < 5; ++i) once();
   const auto stream = static_cast<cudaStream_t>(b.stream());
   cudaEvent_t start = nullptr, stop = nullptr;
-  check(cudaEventCreate(&start));
-  check(cudaEventCreate(&stop));
-  check(cudaEventRecord(start, stream));
+  check_cuda(cudaEventCreate(&start));
+  check_cuda(cudaEventCreate(&stop));
+  check_cuda(cudaEventRecord(start, stream));
   for (int i = 0; i < runs; ++i) once();
-  check(cudaEventRecord(stop, stream));
-  check(cudaEventSynchronize(stop));
+  check_cuda(cudaEventRecord(stop, stream));
+  check_cuda(cudaEventSynchronize(stop));
   float ms = 0;
-  check(cudaEventElapsedTime(&ms, start, stop));
-  check(cudaEventDestroy(start));
-  check(cudaEventDestroy(stop));
+  check_cuda(cudaEventElapsedTime(&ms, start, stop));
+  check_cuda(cudaEventDestroy(start));
+  check_cuda(cudaEventDestroy(stop));
   b.synchronize();
   b.end_run();
   return static_cast<double>(ms) / runs;

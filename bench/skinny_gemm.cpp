@@ -37,17 +37,13 @@
 #include "coolbench/engine/session.hpp"
 #include "engine/backend.hpp"
 #include "engine/backends/registry.hpp"
+#include "graph_replay_timing.hpp"
 
 namespace {
 
 using namespace coolbench::engine;  // NOLINT(google-build-using-namespace)
 
-void check(cudaError_t status) {
-  if (status != cudaSuccess) {
-    std::fprintf(stderr, "CUDA error: %s\n", cudaGetErrorString(status));
-    std::exit(1);
-  }
-}
+using coolbench::bench::check_cuda;
 
 tensor random_tensor(dtype type, const shape_t& shape, std::mt19937& rng, float scale) {
   tensor t(type, shape);
@@ -153,29 +149,9 @@ measured time_products(const graph& g, const char* mode, int runs, int copies) {
     s.set_input(v.name, random_tensor(v.type, shape, rng, 1.0F));
   }
   for (int i = 0; i < 3; ++i) s.run();  // record, capture, replay
-  if (s.execution().mode != execution_mode::graph) {
-    std::fprintf(stderr, "skinny_gemm_bench: the session runs node by node: %s\n",
-                 s.execution().reason.c_str());
-  }
-  const auto stream = static_cast<cudaStream_t>(s.stream());
-  cudaEvent_t start = nullptr, stop = nullptr;
-  check(cudaEventCreate(&start));
-  check(cudaEventCreate(&stop));
-  float best = 0;
-  for (int round = 0; round < 3; ++round) {
-    s.prepare();
-    check(cudaEventRecord(start, stream));
-    for (int i = 0; i < runs; ++i) s.launch();
-    check(cudaEventRecord(stop, stream));
-    s.synchronize();
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop));
-    best = round == 0 ? ms : std::min(best, ms);
-  }
-  check(cudaEventDestroy(start));
-  check(cudaEventDestroy(stop));
+  const double best = coolbench::bench::fastest_replays_ms(s, runs, "skinny_gemm_bench");
   measured result;
-  result.us = 1000.0 * static_cast<double>(best) / runs / copies;
+  result.us = 1000.0 * best / runs / copies;
   for (const auto& t : s.node_times(1)) {
     if (t.op_type == "Gemm" || t.op_type == "FusedGemm" || t.op_type == "MatMul") {
       result.detail = t.detail;
@@ -208,7 +184,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   int l2_bytes = 0;
-  check(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, 0));
+  check_cuda(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, 0));
   std::printf("%s, %d graph launches after 3 warm-up runs, fastest of 3 rounds\n\n",
               make_backend("cuda:0")->describe().c_str(), runs);
   std::printf(

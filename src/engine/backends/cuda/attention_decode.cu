@@ -139,31 +139,6 @@ __global__ void __launch_bounds__(k_threads)
   }
 }
 
-// Elements of T in a 16-byte piece.
-template <class T>
-constexpr int k_piece = static_cast<int>(16 / sizeof(T));
-
-// A 16-byte piece of T widened to floats.
-template <class T>
-__device__ __forceinline__ void widen(const uint4& raw, float (&out)[k_piece<T>]) {
-  const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if constexpr (std::is_same_v<T, float>) {
-      out[i] = __uint_as_float(words[i]);
-    } else {
-      float2 pair;
-      if constexpr (std::is_same_v<T, __half>) {
-        pair = __half22float2(*reinterpret_cast<const __half2*>(&words[i]));
-      } else {
-        pair = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[i]));
-      }
-      out[2 * i] = pair.x;
-      out[2 * i + 1] = pair.y;
-    }
-  }
-}
-
 // split_kernel's work with K and V read in 16-byte pieces. A group of Group
 // adjacent lanes takes a key, each lane one piece of its head dim (lanes past
 // the head dim idle), so one load instruction of a warp reads 32 / Group

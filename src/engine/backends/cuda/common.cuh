@@ -1,6 +1,7 @@
 // Device-side helpers shared by the CUDA backend's kernels: the element types
 // of each dtype, loads that widen 16-bit floats to float32 (the arithmetic
-// type), the broadcast indexer, and the dtype dispatch.
+// type) one element or a 16-byte piece at a time, the broadcast indexer, and
+// the dtype dispatch.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -40,6 +41,31 @@ __device__ __forceinline__ math_t<T> load(const T* p, std::int64_t i) {
     return __bfloat162float(p[i]);
   } else {
     return p[i];
+  }
+}
+
+// Elements of T in a 16-byte piece (a uint4 load).
+template <class T>
+constexpr int k_piece = static_cast<int>(16 / sizeof(T));
+
+// A 16-byte piece of T (float, __half or __nv_bfloat16) widened to floats.
+template <class T>
+__device__ __forceinline__ void widen(const uint4& raw, float (&out)[k_piece<T>]) {
+  const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (std::is_same_v<T, float>) {
+      out[i] = __uint_as_float(words[i]);
+    } else {
+      float2 pair;
+      if constexpr (std::is_same_v<T, __half>) {
+        pair = __half22float2(*reinterpret_cast<const __half2*>(&words[i]));
+      } else {
+        pair = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[i]));
+      }
+      out[2 * i] = pair.x;
+      out[2 * i + 1] = pair.y;
+    }
   }
 }
 

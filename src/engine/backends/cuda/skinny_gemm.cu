@@ -32,10 +32,6 @@ constexpr int k_across = skinny_detail::k_lanes_across;  // lanes across a run o
 constexpr int k_groups = skinny_detail::k_groups;        // groups of them in a block
 constexpr unsigned k_all_lanes = 0xffffffffU;
 
-// Elements of T in a 16-byte piece.
-template <class T>
-constexpr int k_piece = static_cast<int>(16 / sizeof(T));
-
 // Rows of K a [K, N] thread loads a step: fewer at 8 rows of Y, whose 64 sums take the
 // registers (the next step's loads are in flight too, so twice these).
 template <int Rows>
@@ -59,27 +55,6 @@ struct skinny_args {
   float alpha, beta;
   int activation;
 };
-
-// A 16-byte piece of T widened to floats.
-template <class T>
-__device__ __forceinline__ void widen(const uint4& raw, float (&out)[k_piece<T>]) {
-  const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if constexpr (std::is_same_v<T, float>) {
-      out[i] = __uint_as_float(words[i]);
-    } else {
-      float2 pair;
-      if constexpr (std::is_same_v<T, __half>) {
-        pair = __half22float2(*reinterpret_cast<const __half2*>(&words[i]));
-      } else {
-        pair = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[i]));
-      }
-      out[2 * i] = pair.x;
-      out[2 * i + 1] = pair.y;
-    }
-  }
-}
 
 // The piece of W at `at` of which `count` elements are in the product (the rest read as 0):
 // one 16-byte load where all are, an element a load at the edge of N or K, none past it.
