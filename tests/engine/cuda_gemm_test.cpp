@@ -95,6 +95,32 @@ graph one_node(const product_case& c, dtype type) {
   return g;
 }
 
+// g's one node run on `gpu` into a recording, the inputs copied in first (the recording
+// abandoned where the run throws): the device inputs, the output and the work to replay.
+struct recorded_node {
+  std::vector<tensor> inputs;
+  std::vector<const tensor*> in;
+  std::vector<tensor> out = std::vector<tensor>(1);
+  std::unique_ptr<recorded_work> work;
+};
+
+recorded_node record_node(backend& gpu, const graph& g,
+                          const std::map<std::string, tensor>& inputs) {
+  recorded_node r;
+  for (const auto& v : g.inputs) r.inputs.push_back(gpu.copy_in(inputs.at(v.name)));
+  for (const auto& t : r.inputs) r.in.push_back(&t);
+  gpu.prepare_recording();
+  gpu.begin_recording();
+  try {
+    gpu.run(g.nodes[0], r.in, r.out);
+  } catch (...) {
+    gpu.abandon_recording();
+    throw;
+  }
+  r.work = gpu.end_recording();
+  return r;
+}
+
 std::map<std::string, tensor> case_inputs(const product_case& c, dtype type) {
   std::map<std::string, tensor> inputs;
   for (std::size_t i = 0; i < c.inputs.size(); ++i) {
@@ -289,20 +315,10 @@ TEST(cuda_gemm, nothing_is_timed_while_the_stream_is_captured) {
     static_cast<void>(run_graph(g, *warm, inputs));
   }
   const auto gpu = cuda_backend_with(true, false);
-  std::vector<tensor> device_inputs;
-  for (const auto& v : g.inputs) device_inputs.push_back(gpu->copy_in(inputs.at(v.name)));
-  std::vector<const tensor*> in;
-  for (const auto& t : device_inputs) in.push_back(&t);
-  gpu->prepare_recording();
-  std::vector<tensor> out(1);
-  gpu->begin_recording();
-  try {
-    gpu->run(g.nodes[0], in, out);
-  } catch (...) {
-    gpu->abandon_recording();
-    throw;
-  }
-  const auto work = gpu->end_recording();
+  recorded_node rec = record_node(*gpu, g, inputs);
+  const auto& in = rec.in;
+  auto& out = rec.out;
+  const auto& work = rec.work;
   EXPECT_NE(gpu->node_detail(g.nodes[0]).find("not timed: the stream was being captured"),
             std::string::npos)
       << gpu->node_detail(g.nodes[0]);
@@ -637,20 +653,10 @@ TEST(cuda_gemm, the_skinny_kernel_in_a_cuda_graph_replays_with_its_counters_back
       static_cast<void>(run_graph(g, *warm, inputs));
     }
     const auto gpu = cuda_backend_with(false, false);
-    std::vector<tensor> device_inputs;
-    for (const auto& v : g.inputs) device_inputs.push_back(gpu->copy_in(inputs.at(v.name)));
-    std::vector<const tensor*> in;
-    for (const auto& t : device_inputs) in.push_back(&t);
-    gpu->prepare_recording();
-    std::vector<tensor> out(1);
-    gpu->begin_recording();
-    try {
-      gpu->run(g.nodes[0], in, out);
-    } catch (...) {
-      gpu->abandon_recording();
-      throw;
-    }
-    const auto work = gpu->end_recording();
+    recorded_node rec = record_node(*gpu, g, inputs);
+    const auto& in = rec.in;
+    auto& out = rec.out;
+    const auto& work = rec.work;
     const std::string detail = gpu->node_detail(g.nodes[0]);
     ASSERT_TRUE(ran_skinny(detail)) << detail;
     EXPECT_EQ(detail.find("split K 1 "), std::string::npos) << detail;
