@@ -14,6 +14,9 @@
 // COOLBENCH_GEMM_SKINNY=force: [K, N] and [N, K] weights over decode's sizes
 // and odd ones, every epilogue, the lm_head, a CUDA graph replayed twice
 // (its split-K counters must be back at 0), and timed beside cuBLASLt's (=1).
+// Then Y's unaligned rows written in place in row phases (gemm_choice.hpp): forced
+// (COOLBENCH_GEMM_ROW_PHASES=force) over odd N and few rows, by default on an exported
+// lm_head at many tokens, and replayed in a CUDA graph.
 // Allocations are poisoned with 0xFF bytes, so an element the padded copy
 // (or a kernel) leaves unwritten fails. Needs a GPU (ctest label gpu); skips without one.
 #include <cuda_runtime_api.h>
@@ -700,6 +703,133 @@ TEST(cuda_gemm, the_skinny_kernel_is_timed_beside_cublaslt) {
         EXPECT_NE(detail.find("gemm_autotune off"), std::string::npos) << detail;
       }
     }
+  }
+}
+
+// COOLBENCH_GEMM_ROW_PHASES set for the scope.
+class row_phase_mode_set {
+ public:
+  explicit row_phase_mode_set(const char* value) {
+    ::setenv("COOLBENCH_GEMM_ROW_PHASES", value, 1);
+  }
+  ~row_phase_mode_set() { ::unsetenv("COOLBENCH_GEMM_ROW_PHASES"); }
+  row_phase_mode_set(const row_phase_mode_set&) = delete;
+  row_phase_mode_set& operator=(const row_phase_mode_set&) = delete;
+  row_phase_mode_set(row_phase_mode_set&&) = delete;
+  row_phase_mode_set& operator=(row_phase_mode_set&&) = delete;
+};
+
+bool ran_in_row_phases(const std::string& detail) {
+  return detail.find("row phases") != std::string::npos;
+}
+
+TEST(cuda_gemm, row_phases_forced_write_unaligned_rows_in_place_and_match_the_cpu) {
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  // Gemm(x, w, transB): Y's rows of N = 1001, 15 or 30522 break the 16-byte alignment; forced,
+  // every product takes the phases (fewer rows than phases included), the edges' kernel the
+  // columns at the rows' ends. Allocations start as 0xFF bytes (NaN): an element no part
+  // writes fails. With C (beta != 0) the product keeps the padded scratch.
+  const row_phase_mode_set forced("force");
+  const auto cpu = make_backend("cpu");
+  for (const dtype type : {dtype::float16, dtype::bfloat16, dtype::float32}) {
+    for (const std::int64_t m : {1, 5, 13, 128}) {
+      for (const std::int64_t k : {64, 264}) {
+        for (const std::int64_t n : {15, 1001, 30522}) {
+          if (n == 30522 && m != 13) continue;
+          const product_case c = skinny_case(m, k, n, true);
+          const std::string label = std::string(to_string(type)) + " " + c.label;
+          SCOPED_TRACE(label);
+          const graph g = one_node(c, type);
+          const auto inputs = skinny_inputs(c, type, k);
+          const tensor want = run_graph(g, *cpu, inputs).at("y");
+          for (const bool tuning : {true, false}) {
+            const auto gpu = cuda_backend_with(tuning);
+            expect_close(run_graph(g, *gpu, inputs).at("y"), want, label);
+            const std::string detail = gpu->node_detail(g.nodes[0]);
+            // float32 rows of 30522 are 122088 bytes, aligned: nothing to split.
+            const bool aligned = type == dtype::float32 && n == 30522;
+            EXPECT_EQ(ran_in_row_phases(detail), !aligned) << detail;
+          }
+        }
+      }
+    }
+  }
+  for (const dtype type : {dtype::float16, dtype::float32}) {
+    const product_case c{"Gemm transB C[N] beta 0.5",
+                         "Gemm",
+                         {{128, 256}, {1001, 256}, {1001}},
+                         {128, 1001},
+                         {{"transB", std::int64_t{1}}, {"alpha", 0.7F}, {"beta", 0.5F}}};
+    const graph g = one_node(c, type);
+    const auto inputs = case_inputs(c, type);
+    const auto gpu = cuda_backend_with(true);
+    expect_close(run_graph(g, *gpu, inputs).at("y"), run_graph(g, *cpu, inputs).at("y"), c.label);
+    const std::string detail = gpu->node_detail(g.nodes[0]);
+    EXPECT_FALSE(ran_in_row_phases(detail)) << detail;
+    EXPECT_NE(detail.find("padded from 1001"), std::string::npos) << detail;
+  }
+}
+
+TEST(cuda_gemm, an_exported_lm_head_at_many_tokens_takes_the_row_phases_by_default) {
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  // MatMul(x, w), x [4, 1024, 64], w [64, 1001] (an exported, untied lm_head in small): the
+  // aligned_weights pass copies w transposed and padded, and 4,096 rows are 512 a phase in 16
+  // bits (8 phases) and 1,024 in float32 (4): the phases by default, the batch flattened into
+  // rows. At 4 x 128 tokens (64 a phase) the padded scratch, as before.
+  const auto cpu = make_backend("cpu");
+  for (const dtype type : {dtype::float16, dtype::bfloat16, dtype::float32}) {
+    for (const std::int64_t sequence : {1024, 128}) {
+      const std::string label = std::string(to_string(type)) + " 4 x " + std::to_string(sequence);
+      SCOPED_TRACE(label);
+      graph g;
+      g.name = "exported_head";
+      g.opset = 20;
+      g.inputs = {declared("x", type, {4, sequence, 64})};
+      g.initializers["w"] = random_tensor(type, {64, 1001}, 23, 1.0F / 8.0F);
+      g.nodes.push_back(make_node("MatMul", {"x", "w"}, {"y"}));
+      g.outputs = {declared("y", type, {4, sequence, 1001})};
+      const std::map<std::string, tensor> inputs{{"x", random_tensor(type, {4, sequence, 64}, 24)}};
+      const auto gpu = cuda_backend_with(true);
+      graph fused = g;
+      EXPECT_EQ(specialize_and_fuse(fused, *gpu).count("aligned_weights"), 1U);
+      ASSERT_EQ(fused.nodes.size(), 1U);
+      EXPECT_EQ(fused.nodes[0].get<std::int64_t>("transB", 0), 1);
+      expect_close(run_graph(fused, *gpu, inputs).at("y"), run_graph(g, *cpu, inputs).at("y"),
+                   label);
+      const std::string detail = gpu->node_detail(fused.nodes[0]);
+      std::printf("RECORD row phases %s: %s\n", label.c_str(), detail.c_str());
+      EXPECT_EQ(ran_in_row_phases(detail), sequence == 1024) << detail;
+    }
+  }
+}
+
+TEST(cuda_gemm, row_phases_in_a_cuda_graph_replay_and_write_every_element) {
+  COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  const row_phase_mode_set forced("force");
+  const auto cpu = make_backend("cpu");
+  for (const dtype type : {dtype::float16, dtype::float32}) {
+    const product_case c = skinny_case(37, 256, 1001, true);
+    SCOPED_TRACE(std::string(to_string(type)));
+    const graph g = one_node(c, type);
+    const auto inputs = skinny_inputs(c, type, 256);
+    const tensor want = run_graph(g, *cpu, inputs).at("y");
+    {  // the algorithms timed by an eager run first: no timing while captured
+      const auto warm = cuda_backend_with(true, false);
+      static_cast<void>(run_graph(g, *warm, inputs));
+    }
+    const auto gpu = cuda_backend_with(true, false);
+    recorded_node rec = record_node(*gpu, g, inputs);
+    const std::string detail = gpu->node_detail(g.nodes[0]);
+    ASSERT_TRUE(ran_in_row_phases(detail)) << detail;
+    for (int replay = 0; replay < 2; ++replay) {
+      ASSERT_EQ(cudaMemsetAsync(rec.out[0].device_data(), 0xFF, rec.out[0].bytes(),
+                                static_cast<cudaStream_t>(gpu->stream())),
+                cudaSuccess);
+      rec.work->launch();
+      gpu->synchronize();
+      expect_close(gpu->copy_out(rec.out[0]), want, "replay " + std::to_string(replay));
+    }
+    gpu->end_run();
   }
 }
 

@@ -265,7 +265,9 @@ graph bare_product(dtype type, std::int64_t k, std::int64_t n, bool gemm_trans_b
   return g;
 }
 
-TEST(FusionAlignedWeights, UnalignedWeightRowsArePaddedOnce) {
+TEST(FusionAlignedWeights, AWeightReadWithoutABiasIsPaddedTransposed) {
+  // MatMul(x, w), w [8, 13]: copied as [16, 8], w's columns as rows, zero rows after 13, and
+  // read with transB (so that the backend may write Y's unaligned rows in row phases).
   for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
     SCOPED_TRACE(std::string(to_string(type)));
     const double tol = type == dtype::float32 ? 1e-5 : type == dtype::float16 ? 1e-2 : 3e-2;
@@ -276,10 +278,41 @@ TEST(FusionAlignedWeights, UnalignedWeightRowsArePaddedOnce) {
     const node& n = fused.nodes[0];
     EXPECT_EQ(n.op_type, "FusedGemm");
     EXPECT_EQ(n.get<std::int64_t>("b_columns", 0), 13);
-    EXPECT_EQ(n.get<std::int64_t>("transB", 1), 0);
+    EXPECT_EQ(n.get<std::int64_t>("transB", 0), 1);
     EXPECT_EQ(n.outputs, std::vector<std::string>{"y"});
+    ASSERT_EQ(n.inputs.at(1), "w/aligned_t");
+    EXPECT_FALSE(fused.initializers.contains("w/aligned"));
+    // 16 rows (a multiple of 16 bytes in every dtype) of K = 8, zeros after row 13.
+    const tensor& padded = fused.initializers.at("w/aligned_t");
+    ASSERT_EQ(padded.shape(), (shape_t{16, 8}));
+    const tensor& w = g.initializers.at("w");
+    for (std::size_t c = 0; c < 16; ++c) {
+      for (std::size_t r = 0; r < 8; ++r) {
+        const float want = c < 13 ? get(w, r * 13 + c) : 0.0F;
+        ASSERT_EQ(get(padded, c * 8 + r), want) << c << ", " << r;
+      }
+    }
+    // The original is read by nothing: the session's plan drops it.
+    for (const node& x : fused.nodes)
+      EXPECT_EQ(std::count(x.inputs.begin(), x.inputs.end(), "w"), 0);
+  }
+}
+
+TEST(FusionAlignedWeights, AWeightReadWithABiasKeepsItsRowsPaddedWithZeros) {
+  // MatMul + bias as one FusedGemm: the bias of N values is read per column, so the product
+  // computes N columns either way and B stays [K, N], its rows padded to 16 columns.
+  for (const dtype type : {dtype::float32, dtype::float16, dtype::bfloat16}) {
+    SCOPED_TRACE(std::string(to_string(type)));
+    const double tol = type == dtype::float32 ? 1e-4 : type == dtype::float16 ? 1e-2 : 3e-2;
+    const graph g = gemm_graph(type, {2, 3, 8}, 13, "none");
+    const graph fused = fuse_and_compare(g, {{"x", random_tensor(type, {2, 3, 8}, 1)}},
+                                         {{"gemm_epilogue", 1}, {"aligned_weights", 1}}, tol, tol);
+    ASSERT_EQ(fused.nodes.size(), 1U);
+    const node& n = fused.nodes[0];
+    EXPECT_EQ(n.get<std::int64_t>("b_columns", 0), 13);
+    EXPECT_EQ(n.get<std::int64_t>("transB", 0), 0);
     ASSERT_EQ(n.inputs.at(1), "w/aligned");
-    // Rows of 16 elements (a multiple of 16 bytes in every dtype), zeros after column 13.
+    EXPECT_FALSE(fused.initializers.contains("w/aligned_t"));
     const tensor& padded = fused.initializers.at("w/aligned");
     ASSERT_EQ(padded.shape(), (shape_t{8, 16}));
     const tensor& w = g.initializers.at("w");
@@ -289,9 +322,6 @@ TEST(FusionAlignedWeights, UnalignedWeightRowsArePaddedOnce) {
         ASSERT_EQ(get(padded, r * 16 + c), want) << r << ", " << c;
       }
     }
-    // The original is read by nothing: the session's plan drops it.
-    for (const node& x : fused.nodes)
-      EXPECT_EQ(std::count(x.inputs.begin(), x.inputs.end(), "w"), 0);
   }
 }
 
@@ -305,7 +335,7 @@ TEST(FusionAlignedWeights, EveryReaderOfTheWeightTakesThePaddedCopy) {
                                         {"x2", random_tensor(dtype::float16, {4, 8}, 2)}},
                                        {{"aligned_weights", 2}}, 1e-2, 1e-2);
   ASSERT_EQ(count_ops(fused, "FusedGemm"), 2U);
-  for (const node& n : fused.nodes) EXPECT_EQ(n.inputs.at(1), "w/aligned");
+  for (const node& n : fused.nodes) EXPECT_EQ(n.inputs.at(1), "w/aligned_t");
 }
 
 TEST(FusionAlignedWeights, ATransposedWeightGetsZeroRowsUpToAnAlignedN) {

@@ -115,5 +115,94 @@ TEST(GemmChoice, SplitKOnlyWhereTheOutputLeavesMultiprocessorsIdle) {
   EXPECT_EQ(split_k_counts(128, 128, 512, 12, 132), (std::vector<int>{2, 3, 4}));
 }
 
+TEST(GemmChoice, RowPhasesOfTheLmHeadsLogits) {
+  // GPT-2's logits in fp16: row r starts r x 2 bytes past a 16-byte step (modulo 16), so 8
+  // phases; row 1's first whole step is at column 7 (element 50264), its last ends 2 short.
+  EXPECT_EQ(aligned_run(0, 50257, 2).first_column, 0);
+  EXPECT_EQ(aligned_run(0, 50257, 2).columns, 50256);
+  EXPECT_EQ(aligned_run(1, 50257, 2).first_column, 7);
+  EXPECT_EQ(aligned_run(1, 50257, 2).columns, 50248);
+  EXPECT_EQ(aligned_run(9, 50257, 2).first_column, 7);  // row 9 is in row 1's phase
+  const auto plan = plan_row_phases(8192, 50257, 2);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->phases, 8);
+  ASSERT_EQ(plan->parts.size(), 8U);
+  for (std::int64_t j = 0; j < 8; ++j) {
+    EXPECT_EQ(plan->parts[j].first_row, j);
+    EXPECT_EQ(plan->parts[j].rows, 1024);
+    EXPECT_EQ(plan->parts[j].first_column, (8 - j) % 8);
+  }
+  // float32: 4 phases; an even N in fp16 (BERT's 30522: 61044-byte rows) 4 as well.
+  EXPECT_EQ(plan_row_phases(8192, 50257, 4)->phases, 4);
+  EXPECT_EQ(plan_row_phases(4096, 30522, 2)->phases, 4);
+  // Fewer rows than phases: a part each; rows not a multiple of the phases: the first parts
+  // take one more.
+  EXPECT_EQ(plan_row_phases(3, 50257, 2)->parts.size(), 3U);
+  const auto ten = plan_row_phases(10, 50257, 2);
+  EXPECT_EQ(ten->parts[0].rows, 2);
+  EXPECT_EQ(ten->parts[1].rows, 2);
+  EXPECT_EQ(ten->parts[2].rows, 1);
+  // Nothing to split: rows aligned already, or a row with no whole step after its first edge.
+  EXPECT_FALSE(plan_row_phases(8192, 50264, 2).has_value());
+  EXPECT_FALSE(plan_row_phases(8192, 7, 2).has_value());
+  EXPECT_FALSE(plan_row_phases(8192, 9, 2).has_value());  // row 1: 7 columns, then 2
+  EXPECT_FALSE(plan_row_phases(0, 50257, 2).has_value());
+}
+
+TEST(GemmChoice, RowPhasesAndEdgesCoverEveryElementOnceOnAlignedSteps) {
+  // Every element of Y is written once, by one phase's product or by the edges' kernel, and
+  // each phase's rows start its run on a 16-byte step (Y's address 16-byte aligned).
+  for (const std::size_t element : {std::size_t{2}, std::size_t{4}}) {
+    for (const std::int64_t n : {15, 17, 33, 50257, 1001, 30522, 6, 26}) {
+      for (const std::int64_t m : {1, 5, 8, 13, 40}) {
+        SCOPED_TRACE(std::to_string(element) + " bytes, " + std::to_string(m) + " x " +
+                     std::to_string(n));
+        const auto plan = plan_row_phases(m, n, element);
+        if (!plan) {
+          EXPECT_TRUE(rows_aligned(n, element) || n * static_cast<std::int64_t>(element) < 32);
+          continue;
+        }
+        std::vector<int> written(static_cast<std::size_t>(m * n), 0);
+        for (const row_phase& part : plan->parts) {
+          EXPECT_EQ(part.columns % static_cast<std::int64_t>(16 / element), 0);
+          for (std::int64_t i = 0; i < part.rows; ++i) {
+            const std::int64_t row = part.first_row + i * plan->phases;
+            ASSERT_LT(row, m);
+            const std::int64_t start = row * n + part.first_column;
+            EXPECT_EQ(start * static_cast<std::int64_t>(element) % 16, 0) << row;
+            for (std::int64_t c = 0; c < part.columns; ++c) ++written[start + c];
+          }
+        }
+        for (std::int64_t row = 0; row < m; ++row) {  // the edges' kernel's columns
+          const row_run run = aligned_run(row, n, element);
+          EXPECT_LT(run.first_column, static_cast<std::int64_t>(16 / element));
+          EXPECT_LT(n - run.first_column - run.columns, static_cast<std::int64_t>(16 / element));
+          for (std::int64_t c = 0; c < n; ++c) {
+            if (c < run.first_column || c >= run.first_column + run.columns) {
+              ++written[row * n + c];
+            }
+          }
+        }
+        for (std::size_t e = 0; e < written.size(); ++e) ASSERT_EQ(written[e], 1) << e;
+      }
+    }
+  }
+}
+
+TEST(GemmChoice, RowPhasesByDefaultWhereEachPhaseHasManyRows) {
+  EXPECT_EQ(row_phase_mode_from(nullptr), row_phase_mode::by_size);
+  EXPECT_EQ(row_phase_mode_from("1"), row_phase_mode::by_size);
+  EXPECT_EQ(row_phase_mode_from("0"), row_phase_mode::off);
+  EXPECT_EQ(row_phase_mode_from("force"), row_phase_mode::forced);
+  // GPT-2 at 8 x 1,024 tokens: 1,024 rows a phase; at 1 x 1,024 or 8 x 128, 128.
+  EXPECT_TRUE(row_phases_wanted(row_phase_mode::by_size, 8192, 8));
+  EXPECT_TRUE(row_phases_wanted(row_phase_mode::by_size, 4096, 8));
+  EXPECT_FALSE(row_phases_wanted(row_phase_mode::by_size, 4095, 8));
+  EXPECT_FALSE(row_phases_wanted(row_phase_mode::by_size, 1024, 8));
+  EXPECT_TRUE(row_phases_wanted(row_phase_mode::by_size, 2048, 4));  // float32
+  EXPECT_TRUE(row_phases_wanted(row_phase_mode::forced, 5, 8));
+  EXPECT_FALSE(row_phases_wanted(row_phase_mode::off, 8192, 8));
+}
+
 }  // namespace
 }  // namespace coolbench::engine::cuda

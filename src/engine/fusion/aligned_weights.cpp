@@ -8,6 +8,11 @@
 //     column N);
 //   - B read as [N, K] (Gemm and FusedGemm with transB, no bias): rows of K
 //     are aligned; padded with zero rows up to an aligned N.
+// A [K, N] weight read without a bias (MatMul: the lm_head of an exported
+// GPT-2) takes the second form: it is copied transposed, [N, K] padded with
+// zero rows, and read with transB. cuBLASLt runs both forms alike, and only
+// this one lets the backend write Y's unaligned rows in place, in row phases
+// (gemm_choice.hpp), where a column offset into B must keep its rows aligned.
 // Each product reading it becomes a FusedGemm with b_columns = N over the
 // padded copy: the backend then computes the aligned N columns (the zeros
 // give zeros) and keeps the first N. The original weight leaves the plan
@@ -15,6 +20,7 @@
 // the device holds the padded copy alone; where another op reads it too (a
 // tied embedding's Gather) both stay. A's rows must be aligned too, or the
 // product would stay unaligned anyway; Y's rows the backend pads itself.
+#include <algorithm>
 #include <cstring>
 
 #include "engine/fusion/fusion_graph.hpp"
@@ -66,13 +72,36 @@ node padded_product(const node& n, const std::string& padded, std::int64_t colum
     fused.inputs = {n.inputs[0], n.inputs[1], ""};
     fused.outputs = n.outputs;
     fused.attributes["transA"] = std::int64_t{n.get<std::int64_t>("transA", 0) != 0};
-    fused.attributes["transB"] = std::int64_t{transposed};
     fused.attributes["alpha"] = n.get<float>("alpha", 1.0F);
     fused.attributes["activation"] = std::string("none");
   }
+  fused.attributes["transB"] = std::int64_t{transposed};
   fused.inputs[1] = padded;
   fused.attributes["b_columns"] = columns;
   return fused;
+}
+
+// `w` [rows, cols] transposed into a [padded_rows, rows] tensor, zero rows after its cols. In
+// tiles, so that both sides are read and written a cache line at a time.
+tensor padded_transposed_copy(const tensor& w, std::int64_t padded_rows) {
+  const std::size_t element = size_of(w.type());
+  const std::int64_t rows = w.shape()[0], cols = w.shape()[1];
+  tensor padded(w.type(), {padded_rows, rows});
+  std::byte* to = padded.raw().data();
+  std::memset(to, 0, padded.bytes());
+  const std::byte* from = w.raw().data();
+  constexpr std::int64_t tile = 64;
+  for (std::int64_t r0 = 0; r0 < rows; r0 += tile) {
+    for (std::int64_t c0 = 0; c0 < cols; c0 += tile) {
+      for (std::int64_t c = c0; c < std::min(c0 + tile, cols); ++c) {
+        for (std::int64_t r = r0; r < std::min(r0 + tile, rows); ++r) {
+          std::memcpy(to + static_cast<std::size_t>(c * rows + r) * element,
+                      from + static_cast<std::size_t>(r * cols + c) * element, element);
+        }
+      }
+    }
+  }
+  return padded;
 }
 
 // `w` [rows, cols] copied into a [padded_rows, padded_cols] tensor, zeros after.
@@ -91,8 +120,9 @@ tensor padded_copy(const tensor& w, std::int64_t padded_rows, std::int64_t padde
   return padded;
 }
 
-std::string unused_name(const graph& g, const graph_index& index, const std::string& base) {
-  std::string name = base + "/aligned";
+std::string unused_name(const graph& g, const graph_index& index, const std::string& base,
+                        const char* suffix) {
+  std::string name = base + suffix;
   while (g.initializers.contains(name) || index.producer(name) || !index.readers(name).empty()) {
     name += "_";
   }
@@ -111,16 +141,27 @@ std::size_t pad_for_readers(graph& g, const fusion_context& context, const std::
   if (index.is_graph_output(weight)) return 0;
   const auto step = static_cast<std::int64_t>(k_row_bytes / element);
   const std::int64_t columns = (n + step - 1) / step * step;
-  const std::string padded = unused_name(g, index, weight);
+  const std::string padded = unused_name(g, index, weight, "/aligned");
+  // Read as [K, N] without a bias: the transposed copy (above), which a Gemm or FusedGemm
+  // reading the weight transposed may share.
+  const std::string turned = transposed ? padded : unused_name(g, index, weight, "/aligned_t");
   std::vector<std::pair<std::size_t, node>> rewritten;
+  bool wants_padded = false, wants_turned = false;
   for (const std::size_t r : index.readers(weight)) {
-    if (!takes_padded(context, g.nodes[r], weight, transposed, element)) continue;
-    node fused = padded_product(g.nodes[r], padded, n, transposed);
-    if (target_runs(context, fused)) rewritten.emplace_back(r, std::move(fused));
+    const node& reader = g.nodes[r];
+    if (!takes_padded(context, reader, weight, transposed, element)) continue;
+    const bool turn = !transposed && (reader.inputs.size() <= 2 || reader.inputs[2].empty());
+    node fused = padded_product(reader, turn ? turned : padded, n, transposed || turn);
+    if (!target_runs(context, fused)) continue;
+    (turn ? wants_turned : wants_padded) = true;
+    rewritten.emplace_back(r, std::move(fused));
   }
   if (rewritten.empty()) return 0;
-  g.initializers.emplace(padded, transposed ? padded_copy(w, columns, w.shape()[1])
-                                            : padded_copy(w, w.shape()[0], columns));
+  if (wants_padded) {
+    g.initializers.emplace(padded, transposed ? padded_copy(w, columns, w.shape()[1])
+                                              : padded_copy(w, w.shape()[0], columns));
+  }
+  if (wants_turned) g.initializers.emplace(turned, padded_transposed_copy(w, columns));
   for (auto& [r, fused] : rewritten) g.nodes[r] = std::move(fused);
   return rewritten.size();
 }

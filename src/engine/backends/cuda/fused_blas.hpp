@@ -27,6 +27,9 @@ struct product {
   float alpha = 1, beta = 0;
   std::int64_t batch = 1;
   std::int64_t stride_a = 0, stride_b = 0, stride_y = 0;
+  /// Elements between A's rows when more than its dense row (a product over every P-th row of
+  /// A, as the row phases take them); 0: dense.
+  std::int64_t lda = 0;
   /// Elements between B's rows when more than its dense row (a weight padded
   /// to an aligned row length, FusedGemm's b_columns); 0: dense.
   std::int64_t ldb = 0;

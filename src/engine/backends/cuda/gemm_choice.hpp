@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace coolbench::engine::cuda {
@@ -82,6 +84,88 @@ struct byte_range {
 
 [[nodiscard]] inline bool overlaps(byte_range a, byte_range b) noexcept {
   return a.begin < a.end && b.begin < b.end && a.begin < b.end && b.begin < a.end;
+}
+
+/// Where a dense Y's rows break the alignment (N = 50257 in fp16: row r starts r x 2 bytes past
+/// a 16-byte boundary, modulo 16), rows r, r + P, r + 2P, ... start at the same offset within 16
+/// bytes, P = 16 / gcd(N x element, 16) of them (8 for an odd N in a 16-bit dtype). So the
+/// product can write Y in place, with no padded scratch and no copy of it: one product for each
+/// phase of rows (A's and Y's leading dimensions P times theirs), over the columns each of its
+/// rows holds on whole 16-byte steps; the fewer than 16 bytes of columns left at each end of a
+/// row (its edges) go to a kernel of their own. It pays where the phases' products are large
+/// enough to be bound by their arithmetic, not by reading B once each (GPT-2's logits at 8 x
+/// 1,024 tokens: 823 MB that the copy reads and writes again).
+enum class row_phase_mode : std::uint8_t { off, by_size, forced };
+
+/// COOLBENCH_GEMM_ROW_PHASES: "0" off, "force" wherever the product allows it, anything else
+/// (or unset) where each phase has at least k_row_phase_min_rows rows.
+[[nodiscard]] inline row_phase_mode row_phase_mode_from(const char* value) noexcept {
+  if (value == nullptr) return row_phase_mode::by_size;
+  const std::string_view v(value);
+  if (v == "0") return row_phase_mode::off;
+  if (v == "force") return row_phase_mode::forced;
+  return row_phase_mode::by_size;
+}
+
+/// Rows a phase needs by default: 512 rows against a 768-deep B are some 2 x 512 FLOPs per byte
+/// of B read, past the about 260 an H100 does per byte of its memory bandwidth (fp16), so a
+/// phase's product is bound by its arithmetic, as the whole one is. GPT-2 at 8 x 1,024 tokens
+/// has 1,024 a phase; at 1 x 1,024 (128 a phase) B's reads would cost more than the copy.
+inline constexpr std::int64_t k_row_phase_min_rows = 512;
+
+/// One phase: rows first_row, first_row + phases, ... (`rows` of them) over columns
+/// [first_column, first_column + columns), where each of these rows starts a 16-byte step.
+struct row_phase {
+  std::int64_t first_row = 0, rows = 0, first_column = 0, columns = 0;
+};
+
+struct row_phase_plan {
+  std::int64_t phases = 0;
+  std::vector<row_phase> parts;  ///< the phases that have rows
+};
+
+/// The first column of row `row` that starts a 16-byte step of Y (dense, N wide, 16-byte
+/// aligned), and how many columns after it are whole steps; the rest are the row's edges.
+struct row_run {
+  std::int64_t first_column = 0, columns = 0;
+};
+[[nodiscard]] inline row_run aligned_run(std::int64_t row, std::int64_t n,
+                                         std::size_t element) noexcept {
+  const auto step = static_cast<std::int64_t>(k_row_alignment / element);
+  const std::int64_t offset = (row % step) * (n % step) % step;  // row x n, modulo the step
+  const std::int64_t first = (step - offset) % step;
+  const std::int64_t columns = n > first ? (n - first) / step * step : 0;
+  return {first, columns};
+}
+
+/// The phases of an M x N dense Y of `element`-byte values whose rows break the alignment, or
+/// nullopt where there is nothing to split: rows aligned already, an element that does not
+/// divide 16 bytes, or a row too short to hold a whole step after its first edge.
+[[nodiscard]] inline std::optional<row_phase_plan> plan_row_phases(std::int64_t m, std::int64_t n,
+                                                                   std::size_t element) {
+  if (m < 1 || n < 1 || element == 0 || k_row_alignment % element != 0 ||
+      rows_aligned(n, element)) {
+    return std::nullopt;
+  }
+  row_phase_plan plan;
+  plan.phases = static_cast<std::int64_t>(
+      k_row_alignment / std::gcd(static_cast<std::size_t>(n) * element, k_row_alignment));
+  for (std::int64_t j = 0; j < plan.phases && j < m; ++j) {
+    const row_run run = aligned_run(j, n, element);
+    if (run.columns == 0) return std::nullopt;
+    plan.parts.push_back({.first_row = j,
+                          .rows = (m - j + plan.phases - 1) / plan.phases,
+                          .first_column = run.first_column,
+                          .columns = run.columns});
+  }
+  return plan;
+}
+
+/// Whether `mode` takes the phases for a plan of `m` rows in `phases` phases.
+[[nodiscard]] inline bool row_phases_wanted(row_phase_mode mode, std::int64_t m,
+                                            std::int64_t phases) noexcept {
+  if (mode == row_phase_mode::forced) return true;
+  return mode == row_phase_mode::by_size && phases > 0 && m / phases >= k_row_phase_min_rows;
 }
 
 /// Split-K counts timed beside the heuristic's candidates, for a product

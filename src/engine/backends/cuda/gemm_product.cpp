@@ -1,11 +1,15 @@
 // run_product: the chosen algorithm's launch (cuBLASLt's, or the skinny
-// kernel's where gemm_tuning chose it), and the padded output of a
-// product whose Y rows break cuBLASLt's 16-byte alignment (the lm_head's
-// N = 50257 in fp16): computed into a scratch tensor of aligned rows (over
-// all its columns where B is a zero-padded weight), then copied into Y by
-// one 2-D copy (a memcpy node when captured).
+// kernel's where gemm_tuning chose it), and a product whose Y rows break
+// cuBLASLt's 16-byte alignment (the lm_head's N = 50257 in fp16) while A's
+// and B's keep it. Two ways: where its rows are many and B is read as
+// [N, K], in place, one product for each phase of rows that start alike
+// within 16 bytes and a kernel for the columns at the rows' ends
+// (gemm_choice.hpp, plan_row_phases); else into a scratch tensor of aligned
+// rows (over all its columns where B is a zero-padded weight), then copied
+// into Y by one 2-D copy (a memcpy node when captured).
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <string>
 
@@ -13,6 +17,7 @@
 #include "core/cuda_check.hpp"
 #include "engine/backends/cuda/gemm_choice.hpp"
 #include "engine/backends/cuda/gemm_tuning.hpp"
+#include "engine/backends/cuda/kernels.hpp"
 
 namespace coolbench::engine::cuda {
 namespace {
@@ -59,6 +64,58 @@ void copy_rows(void* to, std::size_t to_pitch, const void* from, std::size_t fro
                                         static_cast<cudaStream_t>(stream)));
 }
 
+const std::byte* at_element(const void* base, std::int64_t index, std::size_t element) {
+  return static_cast<const std::byte*>(base) + static_cast<std::size_t>(index) * element;
+}
+std::byte* at_element(void* base, std::int64_t index, std::size_t element) {
+  return static_cast<std::byte*>(base) + static_cast<std::size_t>(index) * element;
+}
+
+// Y written in place by row phases where the product takes them: B read as [N, K] (a column
+// offset keeps its rows aligned), A dense and not transposed, no C, bias or activation (the
+// edges' kernel computes alpha AB alone), dense batches over one B (flattened into rows), and
+// 16-byte aligned addresses. False, queueing nothing, where it does not.
+bool run_in_row_phases(const op_call& call, const product& p, std::int64_t ldb) {
+  if (!p.trans_b || p.trans_a || p.lda != 0 || p.beta != 0.0F || p.bias != nullptr ||
+      p.activation != blas_activation::none) {
+    return false;
+  }
+  if (p.batch > 1 && (p.stride_b != 0 || p.stride_a != p.m * p.k || p.stride_y != p.m * p.n)) {
+    return false;
+  }
+  if (address_alignment(p.a) < k_row_alignment || address_alignment(p.b) < k_row_alignment ||
+      address_alignment(p.y) < k_row_alignment) {
+    return false;
+  }
+  const std::size_t element = size_of(p.type);
+  const std::int64_t rows = p.batch * p.m;
+  const auto plan = plan_row_phases(rows, p.n, element);
+  const row_phase_mode mode = row_phase_mode_from(std::getenv("COOLBENCH_GEMM_ROW_PHASES"));
+  if (!plan || !row_phases_wanted(mode, rows, plan->phases)) return false;
+  const std::string note = "; Y written in place in " + std::to_string(plan->phases) +
+                           " row phases (a product each, rows " + std::to_string(plan->phases) +
+                           " apart; the rows' edge columns by a kernel of their own)";
+  for (const row_phase& part : plan->parts) {
+    product phase = p;
+    phase.batch = 1;
+    phase.stride_a = phase.stride_b = phase.stride_y = 0;
+    phase.m = part.rows;
+    phase.n = part.columns;
+    phase.a = at_element(p.a, part.first_row * p.k, element);
+    phase.lda = plan->phases * p.k;
+    phase.b = at_element(p.b, part.first_column * ldb, element);
+    phase.ldb = ldb;
+    phase.b_columns_readable = 0;
+    phase.y = at_element(p.y, part.first_row * p.n + part.first_column, element);
+    phase.ldy = plan->phases * p.n;
+    phase.c = nullptr;
+    launch(call, phase, note);
+    if (p.no_algorithm != nullptr && *p.no_algorithm) return true;
+  }
+  launch_row_phase_edges(p.type, p.a, p.b, ldb, p.y, rows, p.n, p.k, p.alpha, call.stream);
+  return true;
+}
+
 }  // namespace
 
 bool cuda_backend::product_tuning() const noexcept {
@@ -92,12 +149,13 @@ std::string cuda_backend::fallback(const node& n) const {
 void run_product(const op_call& call, const product& p) {
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;
   const std::size_t element = size_of(p.type);
-  const std::int64_t lda = p.trans_a ? p.m : p.k;
+  const std::int64_t lda = p.lda != 0 ? p.lda : (p.trans_a ? p.m : p.k);
   const std::int64_t ldb = p.ldb != 0 ? p.ldb : (p.trans_b ? p.k : p.n);
   const std::int64_t ldy = p.ldy != 0 ? p.ldy : p.n;
   const std::int64_t padded =
       padded_output_columns(lda, ldb, ldy, p.n, p.m, p.batch, p.stride_y, element);
   if (padded == 0) return launch(call, p, {});
+  if (run_in_row_phases(call, p, ldb)) return;
   // Every run allocates it the same way, so a planned run takes it from the arena.
   const tensor scratch = call.allocate(p.type, {p.batch, p.m, padded});
   const std::size_t row = static_cast<std::size_t>(p.n) * element;

@@ -420,7 +420,7 @@ gemm_key key_of(const product& p, bool tf32, std::size_t workspace, skinny_mode 
   key.stride_a = p.stride_a;
   key.stride_b = p.stride_b;
   key.stride_y = p.stride_y;
-  key.lda = p.trans_a ? p.m : p.k;
+  key.lda = p.lda != 0 ? p.lda : (p.trans_a ? p.m : p.k);
   key.ldb = p.ldb != 0 ? p.ldb : (p.trans_b ? p.k : p.n);
   key.ldy = p.ldy != 0 ? p.ldy : p.n;
   key.epilogue = static_cast<int>(epilogue_of(p));
@@ -445,6 +445,7 @@ skinny_problem skinny_problem_of(const gemm_key& key) {
                         .n = key.n,
                         .k = key.k,
                         .batch = key.batch,
+                        .lda = key.lda,
                         .ldb = key.ldb,
                         .align_b = key.align_b,
                         .workspace = key.workspace};

@@ -172,4 +172,12 @@ void launch_batch_norm(dtype type, const void* x, const float* scale, const floa
                        const float* mean, const float* var, void* y, std::int64_t count,
                        std::int64_t channels, std::int64_t inner, float epsilon, void* stream);
 
+/// The edges of a product written in row phases (gemm_choice.hpp, plan_row_phases): in each of
+/// Y's `m` rows (dense, `n` wide, 16-byte aligned) the columns before its first 16-byte step and
+/// after its last whole one, Y[r, c] = alpha x sum over k of A[r, k] B[c, k]; A dense [m, k], B
+/// [N, k] with rows `ldb` apart, both with 16-byte aligned rows and addresses. float32 sums.
+void launch_row_phase_edges(dtype type, const void* a, const void* b, std::int64_t ldb, void* y,
+                            std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                            void* stream);
+
 }  // namespace coolbench::engine::cuda

@@ -59,6 +59,7 @@ struct skinny_problem {
   bool trans_a = false;
   bool trans_b = false;  ///< W is [N, K] (rows of K), else [K, N]
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  std::int64_t lda = 0;       ///< elements between x's rows (0: dense); the kernel reads x dense
   std::int64_t ldb = 0;       ///< elements between W's rows
   std::uint32_t align_b = 0;  ///< W's address alignment (gemm_choice.hpp's address_alignment)
   std::size_t workspace = 0;  ///< bytes of the workspace the partial sums go to
@@ -128,8 +129,8 @@ struct skinny_split {
 }
 
 /// The plan for `p` on a GPU of `multiprocessors` SMs, or nullopt where the kernel does not
-/// take it: not one product (batch > 1), A transposed, M outside 1..8, a dtype other than
-/// float16, bfloat16 and float32, W's rows or address off 16-byte boundaries, or K needing
+/// take it: not one product (batch > 1), A transposed or not dense, M outside 1..8, a dtype other
+/// than float16, bfloat16 and float32, W's rows or address off 16-byte boundaries, or K needing
 /// more splits than the counters, the workspace or the grid allow. Where the split that
 /// fills the GPU needs more workspace than there is, fewer splits.
 [[nodiscard]] inline std::optional<skinny_plan> plan_skinny(const skinny_problem& p,
@@ -137,7 +138,7 @@ struct skinny_split {
   using namespace skinny_detail;  // NOLINT(google-build-using-namespace): the layouts' names
   const int element = element_bytes(p.type);
   if (element == 0 || p.batch != 1 || p.trans_a || p.m < 1 || p.m > k_skinny_max_rows || p.n < 1 ||
-      p.k < 1) {
+      p.k < 1 || (p.lda != 0 && p.lda != p.k)) {
     return std::nullopt;
   }
   const std::int64_t row_extent = p.trans_b ? p.k : p.n;
