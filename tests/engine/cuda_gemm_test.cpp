@@ -15,7 +15,7 @@
 // and odd ones, every epilogue, the lm_head, a CUDA graph replayed twice
 // (its split-K counters must be back at 0), and timed beside cuBLASLt's (=1).
 // Then Y's unaligned rows written in place in row phases (gemm_choice.hpp): forced
-// (COOLBENCH_GEMM_ROW_PHASES=force) over odd N and few rows, by default on an exported
+// (COOLBENCH_GEMM_ROW_PHASES=force) over odd N and few rows, by size (=1) on an exported
 // lm_head at many tokens, and replayed in a CUDA graph.
 // Allocations are poisoned with 0xFF bytes, so an element the padded copy
 // (or a kernel) leaves unwritten fails. Needs a GPU (ctest label gpu); skips without one.
@@ -770,12 +770,13 @@ TEST(cuda_gemm, row_phases_forced_write_unaligned_rows_in_place_and_match_the_cp
   }
 }
 
-TEST(cuda_gemm, an_exported_lm_head_at_many_tokens_takes_the_row_phases_by_default) {
+TEST(cuda_gemm, an_exported_lm_head_at_many_tokens_takes_the_row_phases_by_size) {
   COOLBENCH_REQUIRE_GPU("the CUDA backend");
+  const row_phase_mode_set by_size("1");
   // MatMul(x, w), x [4, 1024, 64], w [64, 1001] (an exported, untied lm_head in small): the
   // aligned_weights pass copies w transposed and padded, and 4,096 rows are 512 a phase in 16
-  // bits (8 phases) and 1,024 in float32 (4): the phases by default, the batch flattened into
-  // rows. At 4 x 128 tokens (64 a phase) the padded scratch, as before.
+  // bits (8 phases) and 1,024 in float32 (4): the phases (COOLBENCH_GEMM_ROW_PHASES=1), the
+  // batch flattened into rows. At 4 x 128 tokens (64 a phase) the padded scratch, as before.
   const auto cpu = make_backend("cpu");
   for (const dtype type : {dtype::float16, dtype::bfloat16, dtype::float32}) {
     for (const std::int64_t sequence : {1024, 128}) {

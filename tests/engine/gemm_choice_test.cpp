@@ -189,10 +189,12 @@ TEST(GemmChoice, RowPhasesAndEdgesCoverEveryElementOnceOnAlignedSteps) {
   }
 }
 
-TEST(GemmChoice, RowPhasesByDefaultWhereEachPhaseHasManyRows) {
-  EXPECT_EQ(row_phase_mode_from(nullptr), row_phase_mode::by_size);
-  EXPECT_EQ(row_phase_mode_from("1"), row_phase_mode::by_size);
+TEST(GemmChoice, RowPhasesWhereEachPhaseHasManyRows) {
+  // Off unless asked for (not yet run on a GPU); "1" by size.
+  EXPECT_EQ(row_phase_mode_from(nullptr), row_phase_mode::off);
   EXPECT_EQ(row_phase_mode_from("0"), row_phase_mode::off);
+  EXPECT_EQ(row_phase_mode_from("yes"), row_phase_mode::off);
+  EXPECT_EQ(row_phase_mode_from("1"), row_phase_mode::by_size);
   EXPECT_EQ(row_phase_mode_from("force"), row_phase_mode::forced);
   // GPT-2 at 8 x 1,024 tokens: 1,024 rows a phase; at 1 x 1,024 or 8 x 128, 128.
   EXPECT_TRUE(row_phases_wanted(row_phase_mode::by_size, 8192, 8));

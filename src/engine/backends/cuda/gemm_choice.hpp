@@ -97,17 +97,18 @@ struct byte_range {
 /// 1,024 tokens: 823 MB that the copy reads and writes again).
 enum class row_phase_mode : std::uint8_t { off, by_size, forced };
 
-/// COOLBENCH_GEMM_ROW_PHASES: "0" off, "force" wherever the product allows it, anything else
-/// (or unset) where each phase has at least k_row_phase_min_rows rows.
+/// COOLBENCH_GEMM_ROW_PHASES: "1" where each phase has at least k_row_phase_min_rows rows,
+/// "force" wherever the product allows it, anything else (or unset) off: off by default until a
+/// GPU run has checked the phases and the edges' kernel (cuda_gemm_test) and timed them.
 [[nodiscard]] inline row_phase_mode row_phase_mode_from(const char* value) noexcept {
-  if (value == nullptr) return row_phase_mode::by_size;
+  if (value == nullptr) return row_phase_mode::off;
   const std::string_view v(value);
-  if (v == "0") return row_phase_mode::off;
+  if (v == "1") return row_phase_mode::by_size;
   if (v == "force") return row_phase_mode::forced;
-  return row_phase_mode::by_size;
+  return row_phase_mode::off;
 }
 
-/// Rows a phase needs by default: 512 rows against a 768-deep B are some 2 x 512 FLOPs per byte
+/// Rows a phase needs in the by-size mode: 512 rows against a 768-deep B are some 2 x 512 FLOPs per byte
 /// of B read, past the about 260 an H100 does per byte of its memory bandwidth (fp16), so a
 /// phase's product is bound by its arithmetic, as the whole one is. GPT-2 at 8 x 1,024 tokens
 /// has 1,024 a phase; at 1 x 1,024 (128 a phase) B's reads would cost more than the copy.

@@ -1,9 +1,9 @@
 // run_product: the chosen algorithm's launch (cuBLASLt's, or the skinny
 // kernel's where gemm_tuning chose it), and a product whose Y rows break
 // cuBLASLt's 16-byte alignment (the lm_head's N = 50257 in fp16) while A's
-// and B's keep it. Two ways: where its rows are many and B is read as
-// [N, K], in place, one product for each phase of rows that start alike
-// within 16 bytes and a kernel for the columns at the rows' ends
+// and B's keep it. Two ways: where COOLBENCH_GEMM_ROW_PHASES asks for it and
+// B is read as [N, K], in place, one product for each phase of rows that
+// start alike within 16 bytes and a kernel for the columns at the rows' ends
 // (gemm_choice.hpp, plan_row_phases); else into a scratch tensor of aligned
 // rows (over all its columns where B is a zero-padded weight), then copied
 // into Y by one 2-D copy (a memcpy node when captured).
