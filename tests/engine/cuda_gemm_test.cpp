@@ -489,15 +489,23 @@ TEST(cuda_gemm, gpt2_graph_sessions_run_timed_and_release) {
   }
 }
 
-// COOLBENCH_GEMM_SKINNY set for the scope (products made meanwhile take the mode).
-class skinny_mode_set {
+// An environment variable set for the scope (products made meanwhile read it), unset after.
+class env_set {
  public:
-  explicit skinny_mode_set(const char* value) { ::setenv("COOLBENCH_GEMM_SKINNY", value, 1); }
-  ~skinny_mode_set() { ::unsetenv("COOLBENCH_GEMM_SKINNY"); }
-  skinny_mode_set(const skinny_mode_set&) = delete;
-  skinny_mode_set& operator=(const skinny_mode_set&) = delete;
-  skinny_mode_set(skinny_mode_set&&) = delete;
-  skinny_mode_set& operator=(skinny_mode_set&&) = delete;
+  env_set(const char* name, const char* value) : m_name(name) { ::setenv(name, value, 1); }
+  ~env_set() { ::unsetenv(m_name); }
+  env_set(const env_set&) = delete;
+  env_set& operator=(const env_set&) = delete;
+  env_set(env_set&&) = delete;
+  env_set& operator=(env_set&&) = delete;
+
+ private:
+  const char* m_name;
+};
+
+// COOLBENCH_GEMM_SKINNY set for the scope.
+struct skinny_mode_set : env_set {
+  explicit skinny_mode_set(const char* value) : env_set("COOLBENCH_GEMM_SKINNY", value) {}
 };
 
 bool ran_skinny(const std::string& detail) {
@@ -707,16 +715,8 @@ TEST(cuda_gemm, the_skinny_kernel_is_timed_beside_cublaslt) {
 }
 
 // COOLBENCH_GEMM_ROW_PHASES set for the scope.
-class row_phase_mode_set {
- public:
-  explicit row_phase_mode_set(const char* value) {
-    ::setenv("COOLBENCH_GEMM_ROW_PHASES", value, 1);
-  }
-  ~row_phase_mode_set() { ::unsetenv("COOLBENCH_GEMM_ROW_PHASES"); }
-  row_phase_mode_set(const row_phase_mode_set&) = delete;
-  row_phase_mode_set& operator=(const row_phase_mode_set&) = delete;
-  row_phase_mode_set(row_phase_mode_set&&) = delete;
-  row_phase_mode_set& operator=(row_phase_mode_set&&) = delete;
+struct row_phase_mode_set : env_set {
+  explicit row_phase_mode_set(const char* value) : env_set("COOLBENCH_GEMM_ROW_PHASES", value) {}
 };
 
 bool ran_in_row_phases(const std::string& detail) {

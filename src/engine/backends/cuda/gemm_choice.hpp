@@ -108,10 +108,11 @@ enum class row_phase_mode : std::uint8_t { off, by_size, forced };
   return row_phase_mode::off;
 }
 
-/// Rows a phase needs in the by-size mode: 512 rows against a 768-deep B are some 2 x 512 FLOPs per byte
-/// of B read, past the about 260 an H100 does per byte of its memory bandwidth (fp16), so a
-/// phase's product is bound by its arithmetic, as the whole one is. GPT-2 at 8 x 1,024 tokens
-/// has 1,024 a phase; at 1 x 1,024 (128 a phase) B's reads would cost more than the copy.
+/// Rows a phase needs in the by-size mode: a phase's product does 2 FLOPs a row for each element
+/// of B it reads, so 512 rows are 512 FLOPs a byte of fp16 B, past the about 260 an H100 does a
+/// byte of its memory bandwidth: bound by its arithmetic, as the whole product is. GPT-2 at 8 x
+/// 1,024 tokens has 1,024 a phase; at 1 x 1,024 (128 a phase) B's reads would cost more than the
+/// copy.
 inline constexpr std::int64_t k_row_phase_min_rows = 512;
 
 /// One phase: rows first_row, first_row + phases, ... (`rows` of them) over columns
