@@ -141,7 +141,9 @@ class Runner:
                                    stderr=log, text=True, env=self.env)
         return process, log, time.perf_counter()
 
-    def finish(self, child, handle, label):
+    def finish(self, child, handle, label, cooled_s=None):
+        """The child's records, each appended to the JSONL with its process_s and the seconds
+        waited for the GPU to cool before it (cooled_s, where it waited), the first returned."""
         process, log, began = handle
         timeout = 600
         if self.args.budget is not None:
@@ -160,19 +162,19 @@ class Runner:
             records = [{"kind": child, "error": f"the child printed no record (exit "
                         f"{process.returncode}); its output is in {self.args.log}"}]
         seconds = time.perf_counter() - began
-        self.durations.setdefault(label, []).append(seconds)
+        # What the budget expects a child of this kind to take: its cooling wait too.
+        self.durations.setdefault(label, []).append(seconds + (cooled_s or 0.0))
         for record in records:
             record.setdefault("label", label)
             record["process_s"] = seconds
+            if cooled_s is not None:
+                record["cooled_s"] = cooled_s
             self.append(record)
         return records[0]
 
     def run(self, child, label, **kw):
         cooled_s = self.wait_cool() if child == "measure" else None
-        record = self.finish(child, self.start(child, **kw), label)
-        if cooled_s is not None:
-            record["cooled_s"] = cooled_s
-            self.durations[label][-1] += cooled_s  # what the budget expects a child to take
+        record = self.finish(child, self.start(child, **kw), label, cooled_s)
         if self.args.hidden_state_after and child == "measure":
             self.check_hidden_state(label, kw.get("engine"), kw.get("configs", ()))
         return record

@@ -297,6 +297,35 @@ def test_children_read_the_work_counts_the_parent_wrote(tmp_path, monkeypatch):
     assert models.work_counted(str(tmp_path / "none"), config, "full") == {"counted": "here"}
 
 
+def test_a_measure_record_carries_its_cooling_wait(tmp_path):
+    """The seconds waited for the GPU to cool before a measuring child are in its JSONL line (the
+    line is written as the child ends, so they must be on the record before that), and count
+    towards what the budget expects the next child of its kind to take."""
+    import argparse
+    import time
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import engine_vs_torch as evt
+    args = argparse.Namespace(build=None, work=str(tmp_path), log=str(tmp_path / "children.log"),
+                              jsonl=str(tmp_path / "records.jsonl"), budget=None)
+    runner = evt.Runner(args, "abc")
+    line = 'RECORD {"kind": "measure", "engine": "coolbench", "figure_ms": 1.5}'
+    child = subprocess.Popen([sys.executable, "-c", f"print({line!r})"], stdout=subprocess.PIPE,
+                             text=True)
+    began = time.perf_counter()
+    record = runner.finish("measure", (child, open(args.log, "a"), began), "measure coolbench",
+                           cooled_s=12.5)
+    assert record["cooled_s"] == 12.5
+    with open(args.jsonl) as f:
+        written = [json.loads(x) for x in f]
+    assert [r["cooled_s"] for r in written] == [12.5]
+    assert runner.durations["measure coolbench"][0] >= 12.5
+    # A child that waited for nothing (not a measure, or no GPU) has no cooled_s.
+    child = subprocess.Popen([sys.executable, "-c", f"print({line!r})"], stdout=subprocess.PIPE,
+                             text=True)
+    record = runner.finish("measure", (child, open(args.log, "a"), time.perf_counter()), "m")
+    assert "cooled_s" not in record
+
+
 def test_top_up_pools_this_gpu_and_commit_only():
     """--top-up counts the earlier measures taken on this GPU (UUID) from this commit at this
     model size, error-free with a figure; profiles and ceilings pooled alike."""
