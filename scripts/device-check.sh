@@ -8,7 +8,7 @@
 #                                         thermal-latency thermal-power contexts foreign
 #                                         models engine-vs-torch lottery hidden-state
 #                                         ew-jit hidden-state-paired attention-ncu
-#                                         attention
+#                                         attention row-phases
 #                                         (default: the first six)
 # COOLBENCH_BUILD_TARGETS (space-separated) builds only those targets, for a short call.
 # models: the small PyTorch exports on CPU and CUDA (ctest conformance_torch_models*)
@@ -226,6 +226,23 @@ if want attention; then
     >"$out/attention_vs_torch.md" 2>&1
   echo "attention_vs_torch exit code $?" | tee -a "$log"
   tail -n 40 "$out/attention_vs_torch.md"
+fi
+if want row-phases; then
+  # Y's unaligned rows written in place (docs/engine.md, "row phases"; off by default until
+  # this runs): cuda_gemm_test's row-phase cases and the odd-vocabulary GPT-2 sessions, then
+  # the built-in GPT-2 small at 8 x 1,024 tokens node by node, its kernels traced, with the
+  # phases (=1) and with the padded scratch and its copy (=0).
+  build/tests/engine/cuda_gemm_test --gtest_filter='*row_phases*:*gpt2_graph*' \
+    >"$out/row-phases-tests.txt" 2>&1
+  echo "cuda_gemm_test (row phases) exit code $?" | tee -a "$log"
+  grep -E "^\[  (PASSED|FAILED) |RECORD row|Failure" "$out/row-phases-tests.txt" | head -20
+  for phases in 1 0; do
+    COOLBENCH_GEMM_ROW_PHASES=$phases build/bin/coolbench nodes --dim batch=8 --dim sequence=1024 \
+      --kernels --runs 10 --top 8 --json "$out/row-phases-nodes-$phases.json" \
+      >"$out/row-phases-nodes-$phases.txt" 2>&1
+    echo "coolbench nodes (COOLBENCH_GEMM_ROW_PHASES=$phases) exit code $?" | tee -a "$log"
+    head -30 "$out/row-phases-nodes-$phases.txt"
+  done
 fi
 if want hidden-state-paired; then
   # Isolation inside one context (docs/perf/hidden-state.md, "To run next"): 30 fresh processes.
