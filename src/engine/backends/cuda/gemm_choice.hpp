@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/fusion/elementwise_ops.hpp"  // COOLBENCH_HOST_DEVICE
+
 namespace coolbench::engine::cuda {
 
 /// The alignment cuBLASLt's vectorized kernels need of every row (bytes).
@@ -131,8 +133,9 @@ struct row_phase_plan {
 struct row_run {
   std::int64_t first_column = 0, columns = 0;
 };
-[[nodiscard]] inline row_run aligned_run(std::int64_t row, std::int64_t n,
-                                         std::size_t element) noexcept {
+/// The edges' kernel (row_phase_edges.cu) computes its columns with this function too.
+[[nodiscard]] COOLBENCH_HOST_DEVICE inline row_run aligned_run(std::int64_t row, std::int64_t n,
+                                                               std::size_t element) noexcept {
   const auto step = static_cast<std::int64_t>(k_row_alignment / element);
   const std::int64_t offset = (row % step) * (n % step) % step;  // row x n, modulo the step
   const std::int64_t first = (step - offset) % step;

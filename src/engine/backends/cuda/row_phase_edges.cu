@@ -4,6 +4,7 @@
 // 16-byte pieces of A's row and of the edges' rows of B ([N, K], so a column of Y is a row of
 // B), the sums in float32, met by shuffles.
 #include "engine/backends/cuda/common.cuh"
+#include "engine/backends/cuda/gemm_choice.hpp"
 #include "engine/backends/cuda/kernels.hpp"
 
 namespace coolbench::engine::cuda {
@@ -17,17 +18,15 @@ __global__ void row_phase_edges_kernel(const T* a, const T* b, std::int64_t ldb,
                                        std::int64_t m, std::int64_t n, std::int64_t k,
                                        float alpha) {
   constexpr int piece = k_piece<T>;
-  // At most step - 1 columns at each end (gemm_choice.hpp's aligned_run).
+  // At most piece - 1 columns at each end (aligned_run).
   constexpr int most = 2 * (piece - 1);
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const std::int64_t first_row =
       std::int64_t{blockIdx.x} * k_edge_warps + static_cast<int>(threadIdx.x) / 32;
   for (std::int64_t row = first_row; row < m; row += std::int64_t{gridDim.x} * k_edge_warps) {
-    // aligned_run's arithmetic: the row's offset within a step, modulo the step.
-    const std::int64_t offset = (row % piece) * (n % piece) % piece;
-    const std::int64_t first = (piece - offset) % piece;
-    const std::int64_t last = first + (n - first) / piece * piece;  // the tail starts here
-    const int head = static_cast<int>(first);
+    const row_run run = aligned_run(row, n, sizeof(T));        // the phases' columns of this row
+    const std::int64_t last = run.first_column + run.columns;  // the tail starts here
+    const int head = static_cast<int>(run.first_column);
     const int edges = head + static_cast<int>(n - last);
     std::int64_t columns[most];
 #pragma unroll
