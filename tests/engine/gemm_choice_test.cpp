@@ -189,6 +189,58 @@ TEST(GemmChoice, RowPhasesAndEdgesCoverEveryElementOnceOnAlignedSteps) {
   }
 }
 
+TEST(GemmChoice, RowPhaseProductsAndEdgesComputeTheWholeProduct) {
+  // The products gemm_product.cpp queues (phase_product's offsets and leading dimensions, read
+  // as cuBLASLt reads row-major operands) and the edges' columns (aligned_run), computed here
+  // on small integers: together they give A Bᵀ exactly, and write nothing else. B's rows are
+  // padded (ldb > K), as an aligned weight's are.
+  for (const std::size_t element : {std::size_t{2}, std::size_t{4}}) {
+    for (const std::int64_t n : {15, 26, 1001}) {
+      for (const std::int64_t m : {1, 7, 29}) {
+        SCOPED_TRACE(std::to_string(element) + " bytes, " + std::to_string(m) + " x " +
+                     std::to_string(n));
+        const std::int64_t k = 16, ldb = k + 8;
+        std::vector<double> a(static_cast<std::size_t>(m * k)),
+            b(static_cast<std::size_t>(n * ldb));
+        for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>((i * 7 + 3) % 11) - 5;
+        for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<double>((i * 5 + 1) % 13) - 6;
+        const auto dot = [&](std::int64_t a_at, std::int64_t b_at) {
+          double sum = 0;
+          for (std::int64_t t = 0; t < k; ++t) sum += a[a_at + t] * b[b_at + t];
+          return sum;
+        };
+        const double unwritten = 1e30;
+        std::vector<double> y(static_cast<std::size_t>(m * n), unwritten);
+        const auto plan = plan_row_phases(m, n, element);
+        ASSERT_TRUE(plan.has_value());
+        for (const row_phase& part : plan->parts) {
+          const row_phase_product p = phase_product(*plan, part, n, k, ldb);
+          for (std::int64_t i = 0; i < p.rows; ++i) {
+            for (std::int64_t j = 0; j < p.columns; ++j) {
+              double& out = y[p.y_offset + i * p.ldy + j];
+              ASSERT_EQ(out, unwritten) << "written twice";
+              out = dot(p.a_offset + i * p.lda, p.b_offset + j * ldb);
+            }
+          }
+        }
+        for (std::int64_t row = 0; row < m; ++row) {
+          const row_run run = aligned_run(row, n, element);
+          for (std::int64_t c = 0; c < n; ++c) {
+            if (c >= run.first_column && c < run.first_column + run.columns) continue;
+            ASSERT_EQ(y[row * n + c], unwritten) << "written twice";
+            y[row * n + c] = dot(row * k, c * ldb);
+          }
+        }
+        for (std::int64_t row = 0; row < m; ++row) {
+          for (std::int64_t c = 0; c < n; ++c) {
+            ASSERT_EQ(y[row * n + c], dot(row * k, c * ldb)) << row << ", " << c;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(GemmChoice, RowPhasesWhereEachPhaseHasManyRows) {
   // Off unless asked for (not yet run on a GPU); "1" by size.
   EXPECT_EQ(row_phase_mode_from(nullptr), row_phase_mode::off);

@@ -166,6 +166,25 @@ struct row_run {
   return plan;
 }
 
+/// One phase's product in Y = A op(B), A dense [M, K], B read as [N, K] with rows `ldb` apart, Y
+/// dense [M, N]: its shape, where its operands start (element offsets from A, B and Y) and the
+/// leading dimensions it reads A and writes Y with (`phases` rows apart).
+struct row_phase_product {
+  std::int64_t rows = 0, columns = 0;
+  std::int64_t a_offset = 0, lda = 0, b_offset = 0, y_offset = 0, ldy = 0;
+};
+[[nodiscard]] inline row_phase_product phase_product(const row_phase_plan& plan,
+                                                     const row_phase& part, std::int64_t n,
+                                                     std::int64_t k, std::int64_t ldb) noexcept {
+  return {.rows = part.rows,
+          .columns = part.columns,
+          .a_offset = part.first_row * k,
+          .lda = plan.phases * k,
+          .b_offset = part.first_column * ldb,
+          .y_offset = part.first_row * n + part.first_column,
+          .ldy = plan.phases * n};
+}
+
 /// Whether `mode` takes the phases for a plan of `m` rows in `phases` phases.
 [[nodiscard]] inline bool row_phases_wanted(row_phase_mode mode, std::int64_t m,
                                             std::int64_t phases) noexcept {

@@ -96,18 +96,19 @@ bool run_in_row_phases(const op_call& call, const product& p, std::int64_t ldb) 
                            " row phases (a product each, rows " + std::to_string(plan->phases) +
                            " apart; the rows' edge columns by a kernel of their own)";
   for (const row_phase& part : plan->parts) {
+    const row_phase_product where = phase_product(*plan, part, p.n, p.k, ldb);
     product phase = p;
     phase.batch = 1;
     phase.stride_a = phase.stride_b = phase.stride_y = 0;
-    phase.m = part.rows;
-    phase.n = part.columns;
-    phase.a = at_element(p.a, part.first_row * p.k, element);
-    phase.lda = plan->phases * p.k;
-    phase.b = at_element(p.b, part.first_column * ldb, element);
+    phase.m = where.rows;
+    phase.n = where.columns;
+    phase.a = at_element(p.a, where.a_offset, element);
+    phase.lda = where.lda;
+    phase.b = at_element(p.b, where.b_offset, element);
     phase.ldb = ldb;
     phase.b_columns_readable = 0;
-    phase.y = at_element(p.y, part.first_row * p.n + part.first_column, element);
-    phase.ldy = plan->phases * p.n;
+    phase.y = at_element(p.y, where.y_offset, element);
+    phase.ldy = where.ldy;
     phase.c = nullptr;
     launch(call, phase, note);
     if (p.no_algorithm != nullptr && *p.no_algorithm) return true;
