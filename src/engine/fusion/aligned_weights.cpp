@@ -21,7 +21,9 @@
 // tied embedding's Gather) both stay. A's rows must be aligned too, or the
 // product would stay unaligned anyway; Y's rows the backend pads itself.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "engine/fusion/fusion_graph.hpp"
 #include "engine/fusion/passes.hpp"
@@ -81,25 +83,45 @@ node padded_product(const node& n, const std::string& padded, std::int64_t colum
   return fused;
 }
 
-// `w` [rows, cols] transposed into a [padded_rows, rows] tensor, zero rows after its cols. In
-// tiles, so that both sides are read and written a cache line at a time.
-tensor padded_transposed_copy(const tensor& w, std::int64_t padded_rows) {
-  const std::size_t element = size_of(w.type());
-  const std::int64_t rows = w.shape()[0], cols = w.shape()[1];
-  tensor padded(w.type(), {padded_rows, rows});
-  std::byte* to = padded.raw().data();
-  std::memset(to, 0, padded.bytes());
-  const std::byte* from = w.raw().data();
+// from [rows, cols] into to [cols, rows], elements of `element` bytes, in tiles so that both
+// sides are read and written a cache line at a time. `Word`, where not void, is an unsigned
+// type of the element's size, so that a copy is one load and one store.
+template <class Word>
+void transpose_into(std::byte* to, const std::byte* from, std::int64_t rows, std::int64_t cols,
+                    std::size_t element) {
   constexpr std::int64_t tile = 64;
   for (std::int64_t r0 = 0; r0 < rows; r0 += tile) {
     for (std::int64_t c0 = 0; c0 < cols; c0 += tile) {
       for (std::int64_t c = c0; c < std::min(c0 + tile, cols); ++c) {
         for (std::int64_t r = r0; r < std::min(r0 + tile, rows); ++r) {
-          std::memcpy(to + static_cast<std::size_t>(c * rows + r) * element,
-                      from + static_cast<std::size_t>(r * cols + c) * element, element);
+          std::byte* target = to + static_cast<std::size_t>(c * rows + r) * element;
+          const std::byte* source = from + static_cast<std::size_t>(r * cols + c) * element;
+          if constexpr (std::is_void_v<Word>) {
+            std::memcpy(target, source, element);
+          } else {
+            Word word;
+            std::memcpy(&word, source, sizeof(Word));
+            std::memcpy(target, &word, sizeof(Word));
+          }
         }
       }
     }
+  }
+}
+
+// `w` [rows, cols] transposed into a [padded_rows, rows] tensor, zero rows after its cols.
+tensor padded_transposed_copy(const tensor& w, std::int64_t padded_rows) {
+  const std::int64_t rows = w.shape()[0], cols = w.shape()[1];
+  tensor padded(w.type(), {padded_rows, rows});
+  std::byte* to = padded.raw().data();
+  std::memset(to, 0, padded.bytes());
+  const std::byte* from = w.raw().data();
+  const std::size_t element = size_of(w.type());
+  switch (element) {
+    case 2: transpose_into<std::uint16_t>(to, from, rows, cols, element); break;
+    case 4: transpose_into<std::uint32_t>(to, from, rows, cols, element); break;
+    case 8: transpose_into<std::uint64_t>(to, from, rows, cols, element); break;
+    default: transpose_into<void>(to, from, rows, cols, element); break;
   }
   return padded;
 }
