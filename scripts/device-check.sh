@@ -230,18 +230,26 @@ fi
 if want row-phases; then
   # Y's unaligned rows written in place (docs/engine.md, "row phases"; off by default until
   # this runs): cuda_gemm_test's row-phase cases and the odd-vocabulary GPT-2 sessions, then
-  # the built-in GPT-2 small at 8 x 1,024 tokens node by node, its kernels traced, with the
-  # phases (=1) and with the padded scratch and its copy (=0).
+  # the built-in GPT-2 small node by node with the phases forced and with the padded scratch
+  # and its copy (=0): at 8 x 1,024 tokens with its kernels traced, and at 4,096, 1,024 (two
+  # ways) and 512 tokens, where the lm_head's rows a phase say where the phases start to pay
+  # (k_row_phase_min_rows).
   build/tests/engine/cuda_gemm_test --gtest_filter='*row_phases*:*gpt2_graph*' \
     >"$out/row-phases-tests.txt" 2>&1
   echo "cuda_gemm_test (row phases) exit code $?" | tee -a "$log"
   grep -E "^\[  (PASSED|FAILED) |RECORD row|Failure" "$out/row-phases-tests.txt" | head -20
-  for phases in 1 0; do
-    COOLBENCH_GEMM_ROW_PHASES=$phases build/bin/coolbench nodes --dim batch=8 --dim sequence=1024 \
-      --kernels --runs 10 --top 8 --json "$out/row-phases-nodes-$phases.json" \
-      >"$out/row-phases-nodes-$phases.txt" 2>&1
-    echo "coolbench nodes (COOLBENCH_GEMM_ROW_PHASES=$phases) exit code $?" | tee -a "$log"
-    head -30 "$out/row-phases-nodes-$phases.txt"
+  for shape in 8x1024 4x1024 1x1024 8x128 4x128; do
+    batch=${shape%x*} sequence=${shape#*x}
+    kernels=()
+    [[ $shape == 8x1024 ]] && kernels=(--kernels)
+    for phases in force 0; do
+      name="row-phases-nodes-$shape-$phases"
+      COOLBENCH_GEMM_ROW_PHASES=$phases build/bin/coolbench nodes --dim "batch=$batch" \
+        --dim "sequence=$sequence" "${kernels[@]}" --runs 10 --top 8 --json "$out/$name.json" \
+        >"$out/$name.txt" 2>&1
+      echo "coolbench nodes $shape (COOLBENCH_GEMM_ROW_PHASES=$phases) exit code $?" | tee -a "$log"
+      grep -E "least|lm_head|Gemm .*row phases|padded from" "$out/$name.txt" | head -6
+    done
   done
 fi
 if want hidden-state-paired; then
