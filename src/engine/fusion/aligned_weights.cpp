@@ -83,7 +83,7 @@ node padded_product(const node& n, const std::string& padded, std::int64_t colum
   return fused;
 }
 
-// from [rows, cols] into to [cols, rows], elements of `element` bytes, in tiles so that both
+// `from` [rows, cols] into `to` [cols, rows], elements of `element` bytes, in tiles so that both
 // sides are read and written a cache line at a time. `Word`, where not void, is an unsigned
 // type of the element's size, so that a copy is one load and one store.
 template <class Word>
@@ -164,8 +164,8 @@ std::size_t pad_for_readers(graph& g, const fusion_context& context, const std::
   const auto step = static_cast<std::int64_t>(k_row_bytes / element);
   const std::int64_t columns = (n + step - 1) / step * step;
   const std::string padded = unused_name(g, index, weight, "/aligned");
-  // Read as [K, N] without a bias: the transposed copy (above), which a Gemm or FusedGemm
-  // reading the weight transposed may share.
+  // A reader of the [K, N] form without a bias takes the transposed copy (above), under a
+  // name of its own; one with a bias the copy with padded rows.
   const std::string turned = transposed ? padded : unused_name(g, index, weight, "/aligned_t");
   std::vector<std::pair<std::size_t, node>> rewritten;
   bool wants_padded = false, wants_turned = false;
