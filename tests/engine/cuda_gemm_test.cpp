@@ -533,6 +533,19 @@ std::map<std::string, tensor> skinny_inputs(const product_case& c, dtype type, s
   return inputs;
 }
 
+// A case's graph (one_node), its inputs (skinny_inputs) and the CPU's output.
+struct cpu_answer {
+  graph g;
+  std::map<std::string, tensor> inputs;
+  tensor want;
+};
+
+cpu_answer answer_on_cpu(backend& cpu, const product_case& c, dtype type, std::int64_t k) {
+  cpu_answer answer{one_node(c, type), skinny_inputs(c, type, k), tensor()};
+  answer.want = run_graph(answer.g, cpu, answer.inputs).at("y");
+  return answer;
+}
+
 TEST(cuda_gemm, the_skinny_kernel_forced_matches_the_cpu) {
   COOLBENCH_REQUIRE_GPU("the CUDA backend");
   const skinny_mode_set forced("force");
@@ -547,9 +560,7 @@ TEST(cuda_gemm, the_skinny_kernel_forced_matches_the_cpu) {
             const product_case c = skinny_case(m, k, n, trans_b);
             const std::string label = std::string(to_string(type)) + " " + c.label;
             SCOPED_TRACE(label);
-            const graph g = one_node(c, type);
-            const auto inputs = skinny_inputs(c, type, k);
-            const tensor want = run_graph(g, *cpu, inputs).at("y");
+            const auto [g, inputs, want] = answer_on_cpu(*cpu, c, type, k);
             expect_close(run_graph(g, *gpu, inputs).at("y"), want, label);
             // [N, K] rows of 100 halves (200 bytes) are off 16-byte boundaries: cuBLASLt's.
             const bool fits = !(trans_b && k == 100 && type != dtype::float32);
@@ -575,9 +586,7 @@ TEST(cuda_gemm, the_skinny_kernel_forced_computes_the_lm_head) {
         const product_case c = skinny_case(m, 768, n, true);
         const std::string label = std::string(to_string(type)) + " lm_head " + c.label;
         SCOPED_TRACE(label);
-        const graph g = one_node(c, type);
-        const auto inputs = skinny_inputs(c, type, 768);
-        const tensor want = run_graph(g, *cpu, inputs).at("y");
+        const auto [g, inputs, want] = answer_on_cpu(*cpu, c, type, 768);
         expect_close(run_graph(g, *gpu, inputs).at("y"), want, label);
         const std::string detail = gpu->node_detail(g.nodes[0]);
         EXPECT_TRUE(ran_skinny(detail)) << detail;
@@ -634,9 +643,7 @@ TEST(cuda_gemm, the_skinny_kernel_forced_applies_every_epilogue_as_the_cpu) {
                                     " K " + std::to_string(k) + " N " + std::to_string(n) + " " +
                                     c.label;
           SCOPED_TRACE(label);
-          const graph g = one_node(c, type);
-          const auto inputs = skinny_inputs(c, type, k);
-          const tensor want = run_graph(g, *cpu, inputs).at("y");
+          const auto [g, inputs, want] = answer_on_cpu(*cpu, c, type, k);
           // C [M, N] is a term summed after the product (the tolerance's `added`).
           expect_close(run_graph(g, *gpu, inputs).at("y"), want, label,
                        full_c ? &inputs.at("in2") : nullptr);
@@ -739,9 +746,7 @@ TEST(cuda_gemm, row_phases_forced_write_unaligned_rows_in_place_and_match_the_cp
           const product_case c = skinny_case(m, k, n, true);
           const std::string label = std::string(to_string(type)) + " " + c.label;
           SCOPED_TRACE(label);
-          const graph g = one_node(c, type);
-          const auto inputs = skinny_inputs(c, type, k);
-          const tensor want = run_graph(g, *cpu, inputs).at("y");
+          const auto [g, inputs, want] = answer_on_cpu(*cpu, c, type, k);
           for (const bool tuning : {true, false}) {
             const auto gpu = cuda_backend_with(tuning);
             expect_close(run_graph(g, *gpu, inputs).at("y"), want, label);
@@ -811,9 +816,7 @@ TEST(cuda_gemm, row_phases_in_a_cuda_graph_replay_and_write_every_element) {
   for (const dtype type : {dtype::float16, dtype::float32}) {
     const product_case c = skinny_case(37, 256, 1001, true);
     SCOPED_TRACE(std::string(to_string(type)));
-    const graph g = one_node(c, type);
-    const auto inputs = skinny_inputs(c, type, 256);
-    const tensor want = run_graph(g, *cpu, inputs).at("y");
+    const auto [g, inputs, want] = answer_on_cpu(*cpu, c, type, 256);
     {  // the algorithms timed by an eager run first: no timing while captured
       const auto warm = cuda_backend_with(true, false);
       static_cast<void>(run_graph(g, *warm, inputs));
