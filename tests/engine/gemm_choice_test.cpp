@@ -135,6 +135,7 @@ TEST(GemmChoice, RowPhasesOfTheLmHeadsLogits) {
   // float32: 4 phases; an even N in fp16 (BERT's 30522: 61044-byte rows) 4 as well.
   EXPECT_EQ(plan_row_phases(8192, 50257, 4)->phases, 4);
   EXPECT_EQ(plan_row_phases(4096, 30522, 2)->phases, 4);
+  EXPECT_EQ(plan_row_phases(4096, 30522, 4)->phases, 2);  // 122088-byte rows: 8 past a step
   // Fewer rows than phases: a part each; rows not a multiple of the phases: the first parts
   // take one more.
   EXPECT_EQ(plan_row_phases(3, 50257, 2)->parts.size(), 3U);
