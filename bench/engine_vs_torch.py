@@ -46,6 +46,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 
 ENTERED = time.perf_counter()  # a child's setup_s counts from here (vs_torch_child.py)
@@ -77,6 +78,18 @@ def parse_configs(items, size):
                 if key not in keys:
                     keys.append(key)
     return [models.parse_config(k, size) for k in keys]
+
+
+Step = collections.namedtuple("Step", "child label kw")  # kw: Runner.start's arguments
+
+
+class Child:
+    """A started child: its process, the file its stderr goes to, its log header, when it
+    started (or was let go, where it was held) and how long it was held (None: never)."""
+
+    def __init__(self, process, err, header, began):
+        self.process, self.err, self.header, self.began = process, err, header, began
+        self.held_s = None
 
 
 class Runner:
@@ -113,7 +126,7 @@ class Runner:
             return False
         return True
 
-    def command(self, child, engine=None, configs=(), dtype=None, profile=False):
+    def command(self, child, engine=None, configs=(), dtype=None, profile=False, held=False):
         a = self.args
         cmd = [sys.executable, os.path.abspath(__file__), "--child", child, "--work", a.work,
                "--device", a.device, "--size", a.size, "--commit", self.commit,
@@ -128,23 +141,50 @@ class Runner:
             cmd += ["--dtype", dtype]
         if profile:
             cmd += ["--profile-after"]
+        if held:
+            cmd += ["--held"]
         if child == "prepare" and "coolbench" not in a.engines:
             cmd += ["--no-export"]  # the references only
         return cmd + [arg for c in configs for arg in ("--config", c.key)]
 
-    def start(self, child, **kw):
-        log = open(self.args.log, "a")
-        log.write(f"\n==== {child} {kw.get('engine') or ''} "
-                  f"{' '.join(c.key for c in kw.get('configs', ()))} {kw.get('dtype') or ''}\n")
-        log.flush()
-        process = subprocess.Popen(self.command(child, **kw), stdout=subprocess.PIPE,
-                                   stderr=log, text=True, env=self.env)
-        return process, log, time.perf_counter()
+    def start(self, child, held=False, **kw):
+        """Starts a child; held: it loads its imports and waits for go() (a measuring process
+        started while the one before it measures). Its stderr goes to a file of its own, which
+        finish() appends to the log, so that two children's lines do not interleave there."""
+        header = (f"\n==== {child} {kw.get('engine') or ''} "
+                  f"{' '.join(c.key for c in kw.get('configs', ()))} {kw.get('dtype') or ''}"
+                  f"{' (started held)' if held else ''}\n")
+        err = tempfile.TemporaryFile("w+", dir=self.args.work)
+        process = subprocess.Popen(self.command(child, held=held, **kw), stdout=subprocess.PIPE,
+                                   stderr=err, stdin=subprocess.PIPE if held else None,
+                                   text=True, env=self.env)
+        return Child(process, err, header, time.perf_counter())
+
+    @staticmethod
+    def go(handle):
+        """A held child's turn: it starts its work now, and its process_s counts from here."""
+        handle.process.stdin.write("go\n")
+        handle.process.stdin.flush()  # finish()'s communicate() closes it
+        handle.held_s = time.perf_counter() - handle.began
+        handle.began = time.perf_counter()
+        return handle
+
+    @staticmethod
+    def drop(handle):
+        """A held child whose turn will not come (the budget stopped the run): ended unmeasured."""
+        try:
+            handle.process.stdin.close()  # it reads an empty line and leaves
+            handle.process.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            handle.process.kill()
+            handle.process.wait()
+        handle.err.close()
 
     def finish(self, child, handle, label, cooled_s=None):
-        """The child's records, each appended to the JSONL with its process_s and the seconds
+        """The child's records, each appended to the JSONL with its process_s (from its start,
+        or from its go where it was held; held_s: the seconds it was held) and the seconds
         waited for the GPU to cool before it (cooled_s, where it waited), the first returned."""
-        process, log, began = handle
+        process = handle.process
         timeout = 600
         if self.args.budget is not None:
             timeout = max(60, self.args.budget - self.elapsed() + 60)
@@ -154,19 +194,25 @@ class Runner:
             process.kill()
             out, _ = process.communicate()
             out += "\n"
-        log.write(out[-20000:])
-        log.close()
+        handle.err.seek(0)
+        with open(self.args.log, "a") as log:
+            log.write(handle.header)
+            log.write(handle.err.read())
+            log.write(out[-20000:])
+        handle.err.close()
         records = [json.loads(ln[len("RECORD "):]) for ln in out.splitlines()
                    if ln.startswith("RECORD ")]
         if not records:
             records = [{"kind": child, "error": f"the child printed no record (exit "
                         f"{process.returncode}); its output is in {self.args.log}"}]
-        seconds = time.perf_counter() - began
+        seconds = time.perf_counter() - handle.began
         # What the budget expects a child of this kind to take: its cooling wait too.
         self.durations.setdefault(label, []).append(seconds + (cooled_s or 0.0))
         for record in records:
             record.setdefault("label", label)
             record["process_s"] = seconds
+            if handle.held_s is not None:
+                record["held_s"] = handle.held_s
             if cooled_s is not None:
                 record["cooled_s"] = cooled_s
             self.append(record)
@@ -276,31 +322,67 @@ def max_time_for(configs, asked=None):
     return MAX_TIME_HEAVY if heavy else MAX_TIME
 
 
-def measure_all(runner, configs, engines, need=None, profiled=frozenset()):
-    """--processes fresh processes of each engine and configuration, the engines in a shuffled
-    order each round; `need` (config key, engine) -> processes, where a top-up asks for fewer;
-    `profiled`: the (config key, engine) pairs whose profile an earlier run holds."""
-    a = runner.args
-    rng = random.Random(a.seed)
+def plan(args, configs, engines, need=None, profiled=frozenset()):
+    """The children to run, in order, as Steps: --processes fresh processes of each engine and
+    configuration, the engines in a shuffled order each round, after each dtype's ceiling;
+    `need` (config key, engine) -> processes, where a top-up asks for fewer; `profiled`: the
+    (config key, engine) pairs whose profile an earlier run holds."""
+    rng = random.Random(args.seed)
     dtypes_done = set()
+    steps = []
     for c in configs:
-        wanted = {e: a.processes if need is None else need.get((c.key, e), 0) for e in engines}
-        if a.ceilings and c.dtype not in dtypes_done and a.device.startswith("cuda"):
-            if not runner.fits("ceiling"):
-                return
-            runner.run("ceiling", "ceiling", dtype=c.dtype)
+        wanted = {e: args.processes if need is None else need.get((c.key, e), 0)
+                  for e in engines}
+        if args.ceilings and c.dtype not in dtypes_done and args.device.startswith("cuda"):
+            steps.append(Step("ceiling", "ceiling", {"dtype": c.dtype}))
             dtypes_done.add(c.dtype)
         for round_ in range(max(wanted.values(), default=0)):
             order = [e for e in engines if wanted[e] > round_]
             rng.shuffle(order)
             for engine in order:
                 # The first process of each engine also profiles, after measuring.
-                profile = (round_ == 0 and c.key in a.profile
+                profile = (round_ == 0 and c.key in args.profile
                            and (c.key, engine) not in profiled)
                 label = engine + (" profiled" if profile else "")
-                if not runner.fits(label):
-                    return
-                runner.run("measure", label, engine=engine, configs=[c], profile=profile)
+                steps.append(Step("measure", label,
+                                  {"engine": engine, "configs": [c], "profile": profile}))
+    return steps
+
+
+def run_steps(runner, steps):
+    """The steps in order, each measuring process after the GPU cooled. With --prestart (the
+    default) the next measuring process is started held while one measures: it loads PyTorch
+    and transformers' code meanwhile (no GPU work; its record's held.cuda_initialized says
+    so) and starts measuring only after the one before it has ended. Stops where the budget
+    would likely be passed."""
+    a = runner.args
+    spare = None  # (index of its step, the held child)
+    try:
+        for i, step in enumerate(steps):
+            if not runner.fits(step.label):
+                return
+            if step.child != "measure":
+                runner.run(step.child, step.label, **step.kw)
+                continue
+            cooled_s = runner.wait_cool()
+            if spare is not None and spare[0] == i:
+                handle, spare = runner.go(spare[1]), None
+            else:
+                handle = runner.start("measure", **step.kw)
+            following = next((j for j in range(i + 1, len(steps))
+                              if steps[j].child == "measure"), None)
+            if getattr(a, "prestart", True) and following is not None:
+                spare = (following, runner.start("measure", held=True, **steps[following].kw))
+            runner.finish("measure", handle, step.label, cooled_s)
+            if a.hidden_state_after:
+                runner.check_hidden_state(step.label, step.kw["engine"], step.kw["configs"])
+    finally:
+        if spare is not None:
+            runner.drop(spare[1])
+
+
+def measure_all(runner, configs, engines, need=None, profiled=frozenset()):
+    run_steps(runner, plan(runner.args, configs, engines, need, profiled))
 
 
 def read_records(paths):
@@ -414,12 +496,17 @@ def options():
     p.add_argument("--seed", type=int, default=1, help="of the engines' order in each round")
     p.add_argument("--from", dest="from_files", nargs="+", metavar="JSONL",
                    help="only print the tables of these records (and --json)")
+    p.add_argument("--no-prestart", dest="prestart", action="store_false",
+                   help="start each measuring process only after the one before it ended; by "
+                   "default the next one is started meanwhile, held: it loads PyTorch and "
+                   "transformers' code (about 12 s a process) with no GPU work, then waits")
     p.add_argument("--cpu-smoke", action="store_true",
                    help="tiny models on the CPU, coolbench and torch_eager, 1 process each: the "
                    "plumbing without a GPU")
     p.add_argument("--child", choices=["prepare", "warm", "ceiling", "measure"],
                    help=argparse.SUPPRESS)
     p.add_argument("--profile-after", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--held", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-export", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--config", action="append", default=[], help=argparse.SUPPRESS)
     p.add_argument("--engine", help=argparse.SUPPRESS)

@@ -220,18 +220,52 @@ def result_fields(result):
 ENTERED = None
 
 
+def preload(engine, config, size):
+    """The imports a measuring process of ENGINE needs, and nothing that touches the GPU: what a
+    held process (--held) does before its turn. For PyTorch's engines: torch, and transformers'
+    code of the model (about 12 s of a 16-30 s process on the H100, 2026-12-07), which
+    build_module and make_torch_engine then find loaded."""
+    if engine == "coolbench":
+        import coolbench  # noqa: F401  (its library; the session is made after the go)
+        return None
+    import torch
+    models.preload(config, size)
+    # Whether anything imported made PyTorch's CUDA context: a context held while another
+    # process measures changes that GPU's state (docs/facts-h200.md), so the record says.
+    return torch.cuda.is_initialized()
+
+
+def wait_for_turn(args, config):
+    """--held: preload, then block until the parent writes a line on stdin (its turn: the
+    process before it has ended and the GPU has cooled). The seconds of each, for the record."""
+    began = time.perf_counter()
+    cuda_initialized = preload(args.engine, config, args.size)
+    loaded = time.perf_counter()
+    line = sys.stdin.readline()
+    held = {"preload_s": loaded - began, "waited_s": time.perf_counter() - loaded,
+            "cuda_initialized": cuda_initialized}
+    if line.strip() != "go":  # the parent ended or gave up on this process
+        raise SystemExit(0)
+    return held
+
+
 def child_measure(args):
-    marks = [time.perf_counter()]  # where setup_s goes: imports, the work's count, nvidia-smi
     config = models.parse_config(args.config[0], args.size)
+    held = wait_for_turn(args, config) if args.held else None
+    marks = [time.perf_counter()]  # where setup_s goes: imports, the work's count, nvidia-smi
     record = base_record("measure", args, config)
+    if held is not None:
+        record["held"] = held
     marks.append(time.perf_counter())
     record.update(engine=args.engine, gpu=None, driver=None)
     if args.device.startswith("cuda"):
         record["gpu"], record["driver"], record["gpu_uuid"] = gpu_identity(args.device, True)
     started = time.perf_counter()
-    record["setup_s"] = None if ENTERED is None else started - ENTERED
-    if ENTERED is not None:
-        record["setup_parts_s"] = {"imports": marks[0] - ENTERED, "config": marks[1] - marks[0],
+    # A held process's setup counts from its go: its preload and wait are in record["held"].
+    entered = marks[0] if held is not None else ENTERED
+    record["setup_s"] = None if entered is None else started - entered
+    if entered is not None:
+        record["setup_parts_s"] = {"imports": marks[0] - entered, "config": marks[1] - marks[0],
                                    "gpu_identity": started - marks[1]}
     try:
         if args.engine == "coolbench":

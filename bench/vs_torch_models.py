@@ -190,6 +190,17 @@ def transformers_model(model, size):
     return transformers.ViTForImageClassification, vit_config(size)
 
 
+def preload(config, size):
+    """The modules build_module imports for CONFIG, loaded ahead (a held measuring process:
+    vs_torch_child.preload); touches no GPU."""
+    import torch  # noqa: F401
+    _tools()
+    import torch_wrappers  # noqa: F401
+    transformers_model(config.model, size)[0]  # transformers loads the class's module here
+    if config.model == "gpt2" and config.past:
+        _gpt2_with_past_class()
+
+
 def seeded_model(model, size):
     """transformers' MODEL at SIZE in float32 on the CPU, its weights drawn by its own
     initialisation from SEED: the weights every process and the ONNX export hold."""

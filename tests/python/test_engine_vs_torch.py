@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -302,28 +303,27 @@ def test_a_measure_record_carries_its_cooling_wait(tmp_path):
     line is written as the child ends, so they must be on the record before that), and count
     towards what the budget expects the next child of its kind to take."""
     import argparse
-    import time
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import engine_vs_torch as evt
     args = argparse.Namespace(build=None, work=str(tmp_path), log=str(tmp_path / "children.log"),
                               jsonl=str(tmp_path / "records.jsonl"), budget=None)
     runner = evt.Runner(args, "abc")
     line = 'RECORD {"kind": "measure", "engine": "coolbench", "figure_ms": 1.5}'
-    child = subprocess.Popen([sys.executable, "-c", f"print({line!r})"], stdout=subprocess.PIPE,
-                             text=True)
-    began = time.perf_counter()
-    record = runner.finish("measure", (child, open(args.log, "a"), began), "measure coolbench",
-                           cooled_s=12.5)
+
+    def child():
+        process = subprocess.Popen([sys.executable, "-c", f"print({line!r})"],
+                                   stdout=subprocess.PIPE, text=True)
+        return evt.Child(process, open(tmp_path / "err", "w+"), "==== m\n", time.perf_counter())
+
+    record = runner.finish("measure", child(), "measure coolbench", cooled_s=12.5)
     assert record["cooled_s"] == 12.5
     with open(args.jsonl) as f:
         written = [json.loads(x) for x in f]
     assert [r["cooled_s"] for r in written] == [12.5]
     assert runner.durations["measure coolbench"][0] >= 12.5
     # A child that waited for nothing (not a measure, or no GPU) has no cooled_s.
-    child = subprocess.Popen([sys.executable, "-c", f"print({line!r})"], stdout=subprocess.PIPE,
-                             text=True)
-    record = runner.finish("measure", (child, open(args.log, "a"), time.perf_counter()), "m")
-    assert "cooled_s" not in record
+    record = runner.finish("measure", child(), "m")
+    assert "cooled_s" not in record and "held_s" not in record
 
 
 def test_top_up_pools_this_gpu_and_commit_only():
@@ -358,7 +358,7 @@ def test_top_up_pools_this_gpu_and_commit_only():
     assert profiled == {("gpt2:fp16:1:128", "coolbench")}
 
 
-def test_measure_all_runs_only_the_missing_processes():
+def test_plan_runs_only_the_missing_processes():
     """With a top-up's need, each engine runs its missing processes, in shuffled rounds; the
     first process of an engine profiles unless an earlier run holds its profile."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -366,31 +366,113 @@ def test_measure_all_runs_only_the_missing_processes():
     import engine_vs_torch as evt
     import vs_torch_models as models
 
-    class FakeRunner:
-        def __init__(self):
-            self.args = ap.Namespace(seed=1, ceilings=False, device="cuda:0", processes=5,
-                                     profile=["gpt2:fp16:1:128"])
-            self.ran = []
-
-        def fits(self, label):
-            return True
-
-        def run(self, child, label, engine=None, configs=(), profile=False, **kw):
-            self.ran.append((configs[0].key, engine, profile))
-
-    runner = FakeRunner()
+    args = ap.Namespace(seed=1, ceilings=False, device="cuda:0", processes=5,
+                        profile=["gpt2:fp16:1:128"])
     configs = [models.parse_config("gpt2:fp16:1:128")]
     engines = ["coolbench", "torch_graph", "torch_compile_ro"]
     need = {("gpt2:fp16:1:128", "coolbench"): 1, ("gpt2:fp16:1:128", "torch_graph"): 0,
             ("gpt2:fp16:1:128", "torch_compile_ro"): 3}
-    evt.measure_all(runner, configs, engines, need, {("gpt2:fp16:1:128", "coolbench")})
-    assert sorted(e for _, e, _ in runner.ran) == ["coolbench"] + ["torch_compile_ro"] * 3
-    assert [(e, p) for _, e, p in runner.ran if p] == [("torch_compile_ro", True)]
-    # Without a need every engine runs --processes times, each profiled once.
-    runner = FakeRunner()
-    evt.measure_all(runner, configs, engines)
-    assert sorted(e for _, e, _ in runner.ran) == sorted(engines * 5)
-    assert sorted(e for _, e, p in runner.ran if p) == sorted(engines)
+    ran = [(s.kw["engine"], s.kw["profile"])
+           for s in evt.plan(args, configs, engines, need, {("gpt2:fp16:1:128", "coolbench")})]
+    assert sorted(e for e, _ in ran) == ["coolbench"] + ["torch_compile_ro"] * 3
+    assert [(e, p) for e, p in ran if p] == [("torch_compile_ro", True)]
+    # Without a need every engine runs --processes times, each profiled once; with the
+    # ceilings, one for the dtype comes first.
+    args.ceilings = True
+    steps = evt.plan(args, configs, engines)
+    assert steps[0].child == "ceiling" and steps[0].kw == {"dtype": "fp16"}
+    ran = [(s.kw["engine"], s.kw["profile"]) for s in steps[1:]]
+    assert sorted(e for e, _ in ran) == sorted(engines * 5)
+    assert sorted(e for e, p in ran if p) == sorted(engines)
+
+
+class StepRunner:
+    """Runner's step methods, logged: which child started (held or not), was let go, ended or
+    was dropped, in what order; `budget` steps fit, the rest do not."""
+
+    def __init__(self, prestart, budget=99):
+        import argparse as ap
+        self.args = ap.Namespace(prestart=prestart, hidden_state_after=False)
+        self.log, self.budget, self.count = [], budget, 0
+
+    def fits(self, label):
+        self.count += 1
+        return self.count <= self.budget
+
+    def run(self, child, label, **kw):
+        self.log.append(("run", label))
+
+    def wait_cool(self):
+        self.log.append(("cool",))
+        return 0.0
+
+    def start(self, child, held=False, **kw):
+        name = kw["engine"] + str(len(self.log))
+        self.log.append(("start held" if held else "start", name))
+        return name
+
+    def go(self, handle):
+        self.log.append(("go", handle))
+        return handle
+
+    def finish(self, child, handle, label, cooled_s=None):
+        self.log.append(("finish", handle))
+
+    def drop(self, handle):
+        self.log.append(("drop", handle))
+
+
+def test_the_next_process_is_started_held_while_one_measures():
+    """--prestart: while a process measures, the next measuring step's process is already
+    started, held; it is let go only after the GPU cooled, once the one before it has ended;
+    a ceiling between them runs while it waits; where the budget stops the run, the held
+    process is dropped, never measured."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import engine_vs_torch as evt
+    steps = [evt.Step("measure", "a", {"engine": "a"}), evt.Step("ceiling", "ceiling", {}),
+             evt.Step("measure", "b", {"engine": "b"}), evt.Step("measure", "c", {"engine": "c"})]
+    runner = StepRunner(prestart=True)
+    evt.run_steps(runner, steps)
+    assert runner.log == [
+        ("cool",), ("start", "a1"), ("start held", "b2"), ("finish", "a1"),
+        ("run", "ceiling"),
+        ("cool",), ("go", "b2"), ("start held", "c7"), ("finish", "b2"),
+        ("cool",), ("go", "c7"), ("finish", "c7")]
+    # Without --prestart each process starts after the one before it ended.
+    runner = StepRunner(prestart=False)
+    evt.run_steps(runner, steps)
+    assert [e for e in runner.log if e[0] != "cool"] == [
+        ("start", "a1"), ("finish", "a1"), ("run", "ceiling"), ("start", "b5"),
+        ("finish", "b5"), ("start", "c8"), ("finish", "c8")]
+    # The budget stops the run before b: b, started held, is dropped.
+    runner = StepRunner(prestart=True, budget=2)
+    evt.run_steps(runner, steps)
+    assert runner.log[-2:] == [("run", "ceiling"), ("drop", "b2")]
+    assert ("go", "b2") not in runner.log
+
+
+def test_a_held_child_waits_for_its_go_and_leaves_without_one(tmp_path):
+    """A real held child (the parent's go() and drop() on a measuring child of this script):
+    without a go it measures nothing and leaves when its stdin closes; the Runner's start()
+    keeps its stderr out of the log until it ends."""
+    import argparse
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import engine_vs_torch as evt
+    args = evt.options().parse_args(["--work", str(tmp_path), "--device", "cpu",
+                                     "--engines", "coolbench"])
+    args.work, args.log = str(tmp_path), str(tmp_path / "children.log")
+    args.build = None  # coolbench from this test's PYTHONPATH
+    assert isinstance(args, argparse.Namespace) and args.prestart
+    runner = evt.Runner(args, "abc")
+    config = evt.parse_configs(["gpt2:fp32:1:8"], "tiny")[0]
+    handle = runner.start("measure", held=True, engine="coolbench", configs=[config])
+    time.sleep(3)  # long enough to import coolbench and reach its wait
+    assert handle.process.poll() is None, "it did not wait for its turn"
+    runner.drop(handle)
+    assert handle.process.returncode == 0
+    # Let go, it would have printed a record (an error one here: no export in the work folder).
+    assert "RECORD" not in handle.process.stdout.read()
+    assert not os.path.exists(args.log)  # nothing in the log: it never ended as a child
 
 
 def test_top_up_without_a_gpu_uuid_is_refused(tmp_path):
