@@ -235,6 +235,17 @@ def preload(engine, config, size):
     return torch.cuda.is_initialized()
 
 
+def driver_libraries():
+    """Which of the NVIDIA driver's libraries this process has loaded (libcuda: the driver API
+    was called, cuInit at least; libnvidia-ml: NVML), from /proc/self/maps; None off Linux."""
+    try:
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+    except OSError:
+        return None
+    return sorted(name for name in ("libcuda.so", "libnvidia-ml.so") if name in maps)
+
+
 def wait_for_turn(args, config):
     """--held: preload, then block until the parent writes a line on stdin (its turn: the
     process before it has ended and the GPU has cooled). The seconds of each, for the record."""
@@ -243,7 +254,7 @@ def wait_for_turn(args, config):
     loaded = time.perf_counter()
     line = sys.stdin.readline()
     held = {"preload_s": loaded - began, "waited_s": time.perf_counter() - loaded,
-            "cuda_initialized": cuda_initialized}
+            "cuda_initialized": cuda_initialized, "driver_libraries": driver_libraries()}
     if line.strip() != "go":  # the parent ended or gave up on this process
         raise SystemExit(0)
     return held
