@@ -11,15 +11,16 @@
 // and bytes/s (q, k, v, out, mask once each), and the session's time again on
 // each kernel forced, as "graph ms" is timed, so that a short kernel is timed
 // at its own pace there too (COOLBENCH_ATTENTION_KERNEL=fma32, fma64, tf32x3, mma,
-// split_keys, decode_scalar, halves, decode_cluster, wgmma, wgmma_overlap, decode_vector: the
-// register-tiled FMA kernel (float32's) with 32 and 64 query rows a block, float32's 3xTF32
+// split_keys, decode_scalar, halves, decode_cluster, wgmma, wgmma_overlap, decode_vector, wgmma64:
+// the register-tiled FMA kernel (float32's) with 32 and 64 query rows a block, float32's 3xTF32
 // tensor-core kernel, the 16-bit tensor-core kernels with 64-row tiles and with split keys,
 // decode's kernel of an element a load, the 64-row tiles with two groups of warps over the
 // keys, decode's chunks merged in a thread block cluster, the 16-bit Hopper kernel on wgmma
 // (128-row blocks of two warpgroups, sm_90a; where attention_wgmma_fits, else the kernel
 // picked, and the build says so on stderr where it has no sm_90a code), the same with each
 // tile's softmax under the last tile's product with V (wgmma_overlap), decode's 16-byte kernel
-// with the merge kernel after (no cluster); "-" where the kernel does not run:
+// with the merge kernel after (no cluster), the wgmma kernel on 64-key tiles (two blocks an SM
+// at head dim 64); "-" where the kernel does not run:
 // the 16-bit ones on float32, tf32x3 on 16 bits, the decode ones on prefill,
 // the others on decode), and with the tensor-core kernels' scores in their
 // general form (COOLBENCH_ATTENTION_SCORES=general: each score's bias and
@@ -183,9 +184,10 @@ int main(int argc, char** argv) {
   std::printf(
       "| config | dtype | unfused ms | fused ms | graph ms | speed-up | fused TFLOP/s | fused GB/s "
       "| fma32 ms | fma64 ms | tf32x3 ms | mma ms | split_keys ms | decode_scalar ms | halves ms "
-      "| decode_cluster ms | wgmma ms | wgmma_overlap ms | decode_vector ms | general ms |\n");
+      "| decode_cluster ms | wgmma ms | wgmma_overlap ms | decode_vector ms | wgmma64 ms "
+      "| general ms |\n");
   std::printf(
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   int measured = 0;
   for (const auto& c : configs()) {
     const attention_spec& s = c.spec;
@@ -206,13 +208,13 @@ int main(int argc, char** argv) {
     const double after = time_graph(fused, *gpu, runs);
     const double graphed = time_session(unfused, runs);
     // Each kernel forced on the same data: tf32x3 is float32's alone, mma, split_keys, halves,
-    // wgmma and wgmma_overlap 16-bit; decode_scalar (decode's kernel of an element a load),
-    // decode_cluster (the chunks merged in a thread block cluster) and decode_vector (the
+    // wgmma, wgmma_overlap and wgmma64 16-bit; decode_scalar (decode's kernel of an element a
+    // load), decode_cluster (the chunks merged in a thread block cluster) and decode_vector (the
     // 16-byte kernel with the merge kernel) run decode alone, the others prefill alone.
-    const char* const kernels[] = {"fma32",      "fma64",         "tf32x3",       "mma",
-                                   "split_keys", "decode_scalar", "halves",       "decode_cluster",
-                                   "wgmma",      "wgmma_overlap", "decode_vector"};
-    constexpr int k_forced = 11;
+    const char* const kernels[] = {"fma32",      "fma64",         "tf32x3",        "mma",
+                                   "split_keys", "decode_scalar", "halves",        "decode_cluster",
+                                   "wgmma",      "wgmma_overlap", "decode_vector", "wgmma64"};
+    constexpr int k_forced = 12;
     std::string forced[k_forced];
     for (int k = 0; k < k_forced; ++k) {
       const char* kernel = kernels[k];
@@ -248,12 +250,12 @@ int main(int argc, char** argv) {
     const double bytes = elements * static_cast<double>(size_of(s.type));
     std::printf(
         "| %s | %s | %.4f | %.4f | %.4f | %.2fx | %.2f | %.0f | %s | %s | %s | %s | %s | %s | %s "
-        "| %s | %s | %s | %s | %s |\n",
+        "| %s | %s | %s | %s | %s | %s |\n",
         c.name, std::string(to_string(s.type)).c_str(), before, after, graphed, before / after,
         flops / graphed / 1e9, bytes / graphed / 1e6, forced[0].c_str(), forced[1].c_str(),
         forced[2].c_str(), forced[3].c_str(), forced[4].c_str(), forced[5].c_str(),
         forced[6].c_str(), forced[7].c_str(), forced[8].c_str(), forced[9].c_str(),
-        forced[10].c_str(), general.c_str());
+        forced[10].c_str(), forced[11].c_str(), general.c_str());
   }
   if (measured == 0) {
     std::fprintf(stderr, "attention_bench: no configuration named like \"%s\"%s%s\n",

@@ -8,8 +8,8 @@
 // keys, and the Hopper wgmma kernels over their block edges too), and whole
 // models fused on cuda:0 against the CPU. Needs a GPU
 // (ctest label gpu); skips without one. Three test suites, each a ctest of
-// its own (tests/engine/CMakeLists.txt): cuda_attention, cuda_attention_wgmma
-// and cuda_attention_wgmma_overlap.
+// its own (tests/engine/CMakeLists.txt): cuda_attention, cuda_attention_wgmma,
+// cuda_attention_wgmma64 and cuda_attention_wgmma_overlap.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,6 +25,7 @@
 #include "coolbench/engine/passes.hpp"
 #include "coolbench/engine/session.hpp"
 #include "engine/attention_graphs.hpp"
+#include "engine/backends/cuda/attention.hpp"
 #include "engine/backends/cuda/backend.hpp"
 #include "engine/backends/registry.hpp"
 #include "engine/fusion/fusion.hpp"
@@ -134,6 +135,8 @@ const char* const k_kernels[] = {
 // mma kernels' three score forms (bias_rows where a bias of an even Sk allows).
 const char* const k_wgmma_kernels[] = {"wgmma", "wgmma general"};
 const char* const k_wgmma_overlap_kernels[] = {"wgmma_overlap", "wgmma_overlap general"};
+// "wgmma64": the first on 64-key tiles, two blocks an SM at head dim 64.
+const char* const k_wgmma64_kernels[] = {"wgmma64", "wgmma64 general"};
 
 void select_kernel(const std::string& kernel) {
   const auto space = kernel.find(' ');
@@ -266,11 +269,11 @@ void check_kernels_against_the_cpu(std::span<const char* const> kernels) {
   select_kernel("default");
 }
 
-// A wgmma kernel (forced: "wgmma" or "wgmma_overlap") over its block's edges: 128-row blocks
-// of two 64-row warpgroups and 128-key tiles, so query counts and pasts on either side of 64 and
-// 128 (a warpgroup past sq, a partial last tile, the causal diagonal crossing a tile), at batch 2 x
-// 3 heads, head dims 64 and 128, with no mask, the causal flag, a mask input and a bias, both
-// 16-bit dtypes.
+// A wgmma kernel (forced: "wgmma", "wgmma64" or "wgmma_overlap") over its block's edges:
+// 128-row blocks of two 64-row warpgroups and 128-key (or 64-key) tiles, so query counts and
+// pasts on either side of 64 and 128 (a warpgroup past sq, a partial last tile, the causal diagonal
+// crossing a tile), at batch 2 x 3 heads, head dims 64 and 128, with no mask, the causal flag, a
+// mask input and a bias, both 16-bit dtypes.
 void check_wgmma_over_its_block_edges(const std::string& kernel) {
   const auto cpu = make_backend("cpu");
   const auto gpu_backend = make_backend("cuda:0");
@@ -463,7 +466,37 @@ TEST(cuda_attention_wgmma, kernel_over_its_block_edges) {
   check_wgmma_over_its_block_edges("wgmma");
 }
 
-// Not yet run on a GPU (attention_wgmma_overlap.cu).
+// Not yet run on a GPU (attention_wgmma.cu on 64-key tiles).
+TEST(cuda_attention_wgmma64, kernels_match_the_unfused_cpu_graph) {
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+  check_kernels_against_the_cpu(k_wgmma64_kernels);
+}
+
+TEST(cuda_attention_wgmma64, views_of_a_qkv_projection_match_the_cpu) {
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+  check_qkv_views_against_the_cpu(k_wgmma64_kernels);
+}
+
+TEST(cuda_attention_wgmma64, kernel_over_its_block_edges) {
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+  check_wgmma_over_its_block_edges("wgmma64");
+}
+
+// What the 64-key tiles are for: at head dim 64 two blocks an SM (128 registers a thread, 49 KB
+// of shared memory each), where the 128-key kernel holds one; at head dim 128 one.
+TEST(cuda_attention_wgmma64, two_blocks_an_sm_at_head_dim_64) {
+  COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
+  if (cuda::wgmma_attention_blocks_per_sm(dtype::float16, 64, true) == 0) {
+    GTEST_SKIP() << "no sm_90a attention kernel here: the build has none (sm_90 is not among "
+                    "its CUDA architectures) or the GPU is not of compute capability 9.0";
+  }
+  for (const dtype type : {dtype::float16, dtype::bfloat16}) {
+    EXPECT_EQ(cuda::wgmma_attention_blocks_per_sm(type, 64, true), 2) << to_string(type);
+    EXPECT_EQ(cuda::wgmma_attention_blocks_per_sm(type, 64, false), 1) << to_string(type);
+    EXPECT_EQ(cuda::wgmma_attention_blocks_per_sm(type, 128, true), 1) << to_string(type);
+  }
+}
+
 TEST(cuda_attention_wgmma_overlap, kernels_match_the_unfused_cpu_graph) {
   COOLBENCH_REQUIRE_GPU("the CUDA attention kernels");
   check_kernels_against_the_cpu(k_wgmma_overlap_kernels);

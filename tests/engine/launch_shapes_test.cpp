@@ -90,6 +90,7 @@ std::int64_t rows_of(attention_kernel k) {
     case attention_kernel::tf32x3_rows64: return 64;
     case attention_kernel::wgmma_rows128: return 128;
     case attention_kernel::wgmma_overlap_rows128: return 128;
+    case attention_kernel::wgmma_keys64_rows128: return 128;
     case attention_kernel::decode_split:
     case attention_kernel::decode_vector:
     case attention_kernel::decode_cluster: break;
@@ -255,8 +256,8 @@ TEST(launch_shapes, attention_fma_takes_64_rows_where_they_make_a_block_an_sm) {
 }
 
 TEST(launch_shapes, attention_grids_cover_every_query_row_once) {
-  for (const char* forced :
-       {"", "fma", "fma32", "fma64", "mma", "split_keys", "tf32x3", "wgmma", "wgmma_overlap"}) {
+  for (const char* forced : {"", "fma", "fma32", "fma64", "mma", "split_keys", "tf32x3", "wgmma",
+                             "wgmma_overlap", "wgmma64"}) {
     for (const bool tensor_cores : {false, true}) {
       for (const bool float32 : {false, true}) {
         for (const std::int64_t sq : {2, 7, 16, 17, 64, 65, 127, 128, 129, 197, 1024}) {
@@ -323,12 +324,14 @@ TEST(launch_shapes, attention_wgmma_fits_16_bit_rows_of_16_byte_pieces_on_sm90_a
   EXPECT_FALSE(fits(true, 9, 0, 2, 64, dense, dense, dense, k_aligned, k_aligned, k_aligned + 4));
 }
 
-// "wgmma" (Step A: each product waited for) and "wgmma_overlap" (Step B: the softmax under the
-// last tile's product with V) take the same blocks, each its own kernel.
+// "wgmma" (Step A: each product waited for), "wgmma_overlap" (Step B: the softmax under the
+// last tile's product with V) and "wgmma64" (Step A on 64-key tiles) take the same blocks, each
+// its own kernel.
 TEST(launch_shapes, attention_takes_wgmma_forced_where_it_fits) {
   for (const auto& [forced, kernel] :
        {std::pair<const char*, attention_kernel>{"wgmma", attention_kernel::wgmma_rows128},
-        {"wgmma_overlap", attention_kernel::wgmma_overlap_rows128}}) {
+        {"wgmma_overlap", attention_kernel::wgmma_overlap_rows128},
+        {"wgmma64", attention_kernel::wgmma_keys64_rows128}}) {
     // Forced where it fits: 128-row blocks, whatever the default would take.
     for (const auto& [bh, s] : {std::pair<std::int64_t, std::int64_t>{12, 128},
                                 {12, 1024},

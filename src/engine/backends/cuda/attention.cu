@@ -321,7 +321,7 @@ constexpr bool k_wgmma_built = false;
 // 3xTF32 where it has the blocks, decode's 16-byte kernel where K's and V's
 // layout allows, its chunks merged in a cluster where the grid is small
 // (attention_decode_cluster_chunk); COOLBENCH_ATTENTION_KERNEL=fma, fma32, fma64, tf32x3,
-// mma, halves, split_keys, wgmma or wgmma_overlap forces one (launch_shapes.hpp; the wgmma
+// mma, halves, split_keys, wgmma, wgmma64 or wgmma_overlap forces one (launch_shapes.hpp; the wgmma
 // kernels where attention_wgmma_fits, else the kernel picked), decode_scalar decode's kernel
 // of an element a load, decode_vector the 16-byte one with the merge kernel, decode_cluster
 // the clusters wherever the chunks allow, and
@@ -341,14 +341,15 @@ attention_launch choose(const attention_plan& p, dtype type, const void* q, cons
   constexpr std::int64_t step_limit = std::int64_t{1} << 24;
   const bool steps_fit =
       std::llabs(p.bias_stride[3]) < step_limit && std::llabs(p.mask_stride[3]) < step_limit;
-  const bool wgmma_forced = forced == "wgmma" || forced == "wgmma_overlap";
+  const bool wgmma_forced = forced == "wgmma" || forced == "wgmma_overlap" || forced == "wgmma64";
   if (wgmma_forced && !k_wgmma_built) {
     // Once a process: a forced kernel that silently is another would mislead a comparison.
     static const bool told = [] {
-      std::fprintf(stderr,
-                   "coolbench: COOLBENCH_ATTENTION_KERNEL=wgmma or wgmma_overlap, but this build "
-                   "has no sm_90a attention kernel (sm_90 is not among "
-                   "CMAKE_CUDA_ARCHITECTURES); attention takes the kernel it picks\n");
+      std::fprintf(
+          stderr,
+          "coolbench: COOLBENCH_ATTENTION_KERNEL=wgmma, wgmma64 or wgmma_overlap, but this build "
+          "has no sm_90a attention kernel (sm_90 is not among "
+          "CMAKE_CUDA_ARCHITECTURES); attention takes the kernel it picks\n");
       return true;
     }();
     static_cast<void>(told);
@@ -378,6 +379,20 @@ attention_launch choose(const attention_plan& p, dtype type, const void* q, cons
 }
 
 }  // namespace
+
+int wgmma_attention_blocks_per_sm(dtype type, std::int64_t head_dim, bool keys64) {
+#if defined(COOLBENCH_ATTENTION_WGMMA)
+  int device = 0, major = 0, minor = 0;
+  COOLBENCH_CUDA_CALL(cudaGetDevice(&device));
+  COOLBENCH_CUDA_CALL(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  COOLBENCH_CUDA_CALL(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (major != 9 || minor != 0) return 0;  // sm_90a code runs on compute capability 9.0 alone
+  return wgmma_blocks_per_sm(type, head_dim, keys64);
+#else
+  static_cast<void>(type), static_cast<void>(head_dim), static_cast<void>(keys64);
+  return 0;
+#endif
+}
 
 std::int64_t attention_scratch_floats(const attention_plan& plan) {
   if (plan.sq != 1 || plan.sk == 0) return 0;
@@ -412,9 +427,10 @@ void launch_attention(dtype type, const void* q, const void* k, const void* v, c
     return;
   }
   if (l.kernel == attention_kernel::wgmma_rows128 ||
+      l.kernel == attention_kernel::wgmma_keys64_rows128 ||
       l.kernel == attention_kernel::wgmma_overlap_rows128) {
 #if defined(COOLBENCH_ATTENTION_WGMMA)
-    if (l.kernel == attention_kernel::wgmma_rows128) {
+    if (l.kernel != attention_kernel::wgmma_overlap_rows128) {
       launch_wgmma_attention(type, q, k, v, bias, mask, out, plan, l, stream);
     } else {
       launch_wgmma_overlap_attention(type, q, k, v, bias, mask, out, plan, l, stream);

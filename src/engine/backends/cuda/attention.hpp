@@ -34,6 +34,12 @@ struct attention_plan {
 /// Floats of scratch the launch needs (the split-K partials; 0 for prefill).
 [[nodiscard]] std::int64_t attention_scratch_floats(const attention_plan& plan);
 
+/// Blocks an SM the Hopper wgmma kernel holds at once on the current GPU (cudaOccupancy, its
+/// plain score form) over `type` (float16 or bfloat16) at `head_dim` (64 or 128), on 64-key tiles
+/// (`keys64`, the wgmma64 kernel) or 128-key ones; 0 where this build has no sm_90a code or the
+/// GPU is not of compute capability 9.0.
+[[nodiscard]] int wgmma_attention_blocks_per_sm(dtype type, std::int64_t head_dim, bool keys64);
+
 /// out = softmax(scale · q kᵀ (+ bias, masked, causal)) v, accumulated in
 /// float32. `scratch` holds attention_scratch_floats(plan) floats.
 void launch_attention(dtype type, const void* q, const void* k, const void* v, const void* bias,

@@ -33,6 +33,9 @@ void launch_wgmma_attention(dtype type, const void* q, const void* k, const void
                             const void* bias, const bool* mask, void* out, const attention_plan& p,
                             const attention_launch& l, void* stream);
 
+/// attention.hpp's wgmma_attention_blocks_per_sm where the kernel is built.
+int wgmma_blocks_per_sm(dtype type, std::int64_t head_dim, bool keys64);
+
 /// The same with the softmax of each tile overlapping the previous tile's product with V
 /// (attention_kernel::wgmma_overlap_rows128, attention_wgmma_overlap.cu): built and run as
 /// launch_wgmma_attention's kernel is.

@@ -124,6 +124,7 @@ enum class attention_kernel {
   tf32x3_rows64,          // float32 on the tensor cores (3xTF32), 64 query rows a block
   wgmma_rows128,          // Hopper's wgmma (sm_90a): 128 query rows a block of two warpgroups
   wgmma_overlap_rows128,  // the same, each tile's softmax under the last tile's P V; forced only
+  wgmma_keys64_rows128,   // wgmma_rows128 on 64-key tiles, two blocks an SM at head dim 64; forced
 };
 
 struct attention_launch {
@@ -243,7 +244,8 @@ inline std::int64_t attention_decode_cluster_chunk(std::int64_t batch_heads, std
 /// the other dtype's kernels picks as "" does; "wgmma" takes 16-bit prefill onto
 /// attention_wgmma.cu's kernel where `wgmma_fits` (attention_wgmma_fits), else picks as ""
 /// does; "wgmma_overlap" the same onto attention_wgmma_overlap.cu's kernel, forced only: 5-10 %
-/// slower than wgmma on an H100). Float32 takes
+/// slower than wgmma on an H100; "wgmma64" onto attention_wgmma.cu's kernel on 64-key tiles,
+/// forced only until a GPU times it). Float32 takes
 /// 3xTF32 where 64-row blocks are at least the SMs, else the FMA kernel: attention_bench on an H100
 /// (2026-12-07, one process) had 3xTF32 1.18-1.33x faster at 192-1536 blocks (GPT-2 at batch 8 x
 /// 128, 1 x 1024, 8 x 1024; BERT and ViT at batch 32) and level or slower at 24-96 (batch 1 at 128
@@ -304,12 +306,14 @@ inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq
     l.blocks_y = tiles(rows64 ? 64 : 32);
     return l;
   }
-  // Any other name (another dtype's kernel, decode_scalar, wgmma or wgmma_overlap where it does
-  // not fit) picks as "" does.
+  // Any other name (another dtype's kernel, decode_scalar, a wgmma kernel where it does not
+  // fit) picks as "" does.
   const bool picks = forced != "mma" && forced != "halves" && forced != "split_keys";
   const bool many128 = batch_heads * tiles(k_attention_wgmma_rows) >= 2 * std::int64_t{sms};
-  if (wgmma_fits && (forced == "wgmma" || forced == "wgmma_overlap" || (picks && many128))) {
+  const bool wgmma_forced = forced == "wgmma" || forced == "wgmma_overlap" || forced == "wgmma64";
+  if (wgmma_fits && (wgmma_forced || (picks && many128))) {
     l.kernel = forced == "wgmma_overlap" ? attention_kernel::wgmma_overlap_rows128
+               : forced == "wgmma64"     ? attention_kernel::wgmma_keys64_rows128
                                          : attention_kernel::wgmma_rows128;
     l.blocks_y = tiles(k_attention_wgmma_rows);
     return l;
