@@ -312,6 +312,16 @@ HEAVY_TOKENS = 2048
 MAX_TIME, MAX_TIME_HEAVY = 10.0, 30.0
 
 
+def profiled_keys(asked, configs, size):
+    """The keys of the configurations --profile names: [] (--profile alone) every one of
+    `configs`, ["none"] none, else those named (sets allowed)."""
+    if not asked:
+        return [c.key for c in configs]
+    if asked == ["none"]:
+        return []
+    return [c.key for c in parse_configs(asked, size)]
+
+
 def max_time_for(configs, asked=None):
     """coolbench.measure's max_time for a child: what --max-time asked, else 10 s, or 30 s when
     a configuration runs HEAVY_TOKENS tokens or more a forward (batch x sequence; ViT's
@@ -462,9 +472,10 @@ def options():
     p.add_argument("--json", help="write the table's rows here (docs/perf/engine_vs_torch.json)")
     p.add_argument("--budget", type=float, help="seconds: start no child that would likely "
                    "end after this (a device call of 10 minutes: 540)")
-    p.add_argument("--profile", nargs="*", default=[HEADLINE],
+    p.add_argument("--profile", nargs="*", metavar="CONFIG", default=[HEADLINE],
                    help="configurations profiled per kernel, by each engine's first process "
-                   "after it measured (default the headline; none: --profile alone)")
+                   "after it measured (default the headline; --profile alone: every "
+                   "configuration of the run; --profile none: none)")
     p.add_argument("--skip-done", nargs="+", metavar="JSONL", default=[],
                    help="skip the configurations these records already hold --processes "
                    "error-free measures of for every engine (a grid over several calls: a "
@@ -549,7 +560,7 @@ def main():
         parser.error("--processes must be at least 1")
     try:
         configs = parse_configs(args.configs, args.size)
-        args.profile = [c.key for c in parse_configs(args.profile, args.size)]
+        args.profile = profiled_keys(args.profile, configs, args.size)
     except ValueError as e:
         parser.error(str(e))
     try:

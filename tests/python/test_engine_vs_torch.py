@@ -367,6 +367,22 @@ def test_top_up_pools_this_gpu_and_commit_only():
     assert profiled == {("gpt2:fp16:1:128", "coolbench")}
 
 
+def test_profile_alone_profiles_every_configuration():
+    """--profile alone profiles every configuration of the run (the grid's loop in
+    docs/perf/engine.md passes it so; it once meant none, and a night's run took no profile),
+    --profile none none, and named ones (or sets) those."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import engine_vs_torch as evt
+    configs = evt.parse_configs(["gpt2:fp16:8:1024", "bert:fp16:32:128"], "full")
+    assert evt.profiled_keys([], configs, "full") == ["gpt2:fp16:8:1024", "bert:fp16:32:128"]
+    assert evt.profiled_keys(["none"], configs, "full") == []
+    assert evt.profiled_keys(["bert:fp16:32:128"], configs, "full") == ["bert:fp16:32:128"]
+    assert evt.profiled_keys(["headline"], configs, "full") == ["gpt2:fp16:1:128"]
+    args = evt.options().parse_args(["--configs", "gpt2:fp16:8:1024", "--profile"])
+    assert args.profile == []
+    assert evt.options().parse_args([]).profile == [evt.HEADLINE]
+
+
 def test_plan_runs_only_the_missing_processes():
     """With a top-up's need, each engine runs its missing processes, in shuffled rounds; the
     first process of an engine profiles unless an earlier run holds its profile."""
