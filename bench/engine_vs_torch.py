@@ -396,10 +396,18 @@ def measure_all(runner, configs, engines, need=None, profiled=frozenset()):
 
 
 def read_records(paths):
+    """The records of each JSONL; PATH#CONFIG[,CONFIG...] keeps only those configurations'
+    records of that file (and its records of no configuration: ceilings, prepares), so that
+    one table can take each configuration from the run that measured it last, not pool
+    several runs' processes of it."""
     records = []
     for path in paths:
+        path, _, only = path.partition("#")
+        keep = set(only.split(",")) if only else None
         with open(path) as f:
-            records += [json.loads(line) for line in f if line.strip()]
+            read = [json.loads(line) for line in f if line.strip()]
+        records += [r for r in read
+                    if keep is None or r.get("config") is None or r["config"] in keep]
     return records
 
 
@@ -506,7 +514,9 @@ def options():
     p.add_argument("--rel-ci", type=float, default=0.005)
     p.add_argument("--seed", type=int, default=1, help="of the engines' order in each round")
     p.add_argument("--from", dest="from_files", nargs="+", metavar="JSONL",
-                   help="only print the tables of these records (and --json)")
+                   help="only print the tables of these records (and --json); "
+                   "JSONL#CONFIG[,CONFIG...] takes only those configurations from that file; "
+                   "records of several GPUs make a row per GPU")
     p.add_argument("--no-prestart", dest="prestart", action="store_false",
                    help="start each measuring process only after the one before it ended; by "
                    "default the next one is started meanwhile, held: it loads PyTorch and "

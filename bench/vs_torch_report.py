@@ -8,7 +8,6 @@ Records (one JSON object a line, `kind`):
   profile   one engine's per-kernel time on one configuration
 Records with `error` say what failed; the table lists them and goes on.
 """
-import sys
 import math
 import os
 import statistics
@@ -80,20 +79,20 @@ def aggregate(records):
     the CI, the ratio to the best PyTorch mode of the same configuration, the
     work against the ceilings of the record's dtype."""
     measures = [r for r in records if r.get("kind") == "measure"]
-    gpus = sorted({r["gpu"] for r in measures if r.get("gpu")})
-    if len(gpus) > 1:  # a mean over processes of different GPUs is no one GPU's figure
-        print(f"warning: the records come from {len(gpus)} GPUs ({', '.join(gpus)}); each row "
-              "pools its processes over them: pass one GPU's records at a time",
-              file=sys.stderr)
+    # A mean over processes of different GPUs is no one GPU's figure: a row per GPU, its ratio
+    # against the PyTorch modes on that GPU and its shares of that GPU's ceilings.
     ceilings = {}
     for r in records:
         if r.get("kind") == "ceiling" and not r.get("error"):
-            ceilings[r["dtype"]] = r  # the newest of each dtype wins
+            # The newest of each GPU (by UUID, which tells two machines' H100s apart, and by
+            # name for records that have no UUID) and dtype wins.
+            for gpu in (r.get("gpu_uuid"), r.get("gpu"), None):
+                ceilings[(gpu, r["dtype"])] = r
     groups = {}
     for r in measures:
-        groups.setdefault((r["config"], r["engine"]), []).append(r)
+        groups.setdefault((r["config"], r["engine"], r.get("gpu")), []).append(r)
     rows = []
-    for (config, engine), group in groups.items():
+    for (config, engine, gpu), group in groups.items():
         ok = [r for r in group if r.get("figure_ms") is not None and not r.get("error")]
         first = group[0]
         row = {k: first.get(k) for k in ("engine", "config", "model", "dtype", "batch", "seq",
@@ -124,7 +123,10 @@ def aggregate(records):
         else:
             row.update(figure_ms=None, ci_ms=None)
         row["comparable"] = comparable(row)
-        _against_ceilings(row, ceilings.get(row["dtype"]))
+        row["gpu"] = gpu
+        uuid = first.get("gpu_uuid")
+        _against_ceilings(row, ceilings.get((uuid, row["dtype"])) if uuid else
+                          ceilings.get((gpu, row["dtype"])))
         rows.append(row)
     for r in records:  # the first compile, from a cold cache, per engine and configuration
         if r.get("kind") == "warm" and r.get("compile_s") is not None:
@@ -134,7 +136,7 @@ def aggregate(records):
     _ratios(rows)
     order = {e: i for i, e in enumerate(("coolbench", "torch_eager", "torch_graph",
                                          "torch_compile_ro", "torch_compile_ma"))}
-    rows.sort(key=lambda r: (r["config"], order.get(r["engine"], 99)))
+    rows.sort(key=lambda r: (r["config"], r["gpu"] or "", order.get(r["engine"], 99)))
     return rows
 
 
@@ -193,11 +195,12 @@ def _ratios(rows):
     """ratio = figure / the best (lowest) PyTorch mode's figure of the configuration."""
     best = {}
     for r in rows:
+        key = (r["config"], r.get("gpu"))
         if r["engine"].startswith("torch_") and r.get("figure_ms"):
-            if r["config"] not in best or r["figure_ms"] < best[r["config"]][1]:
-                best[r["config"]] = (r["engine"], r["figure_ms"])
+            if key not in best or r["figure_ms"] < best[key][1]:
+                best[key] = (r["engine"], r["figure_ms"])
     for r in rows:
-        engine, figure = best.get(r["config"], (None, None))
+        engine, figure = best.get((r["config"], r.get("gpu")), (None, None))
         r["best_torch"] = engine
         r["ratio_to_best_torch"] = (r["figure_ms"] / figure
                                     if figure and r.get("figure_ms") else None)
@@ -221,12 +224,13 @@ def table(rows):
             "ratio to best torch | FLOP/s (of GEMM ceiling) | bytes/s (of copy ceiling) | "
             "floor: least bytes / copy bw | compile, cached | note |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    several_gpus = len({r.get("gpu") for r in rows}) > 1
     for r in rows:
         figure = "failed" if r.get("figure_ms") is None else (
             f"{r['figure_ms']:.4f}" + (f" ± {r['ci_ms']:.4f}" if r.get("ci_ms") else " (1 process)"))
         ratio = f"{r['ratio_to_best_torch']:.3f}×" if r.get("ratio_to_best_torch") else "–"
         seq = f"{r['seq']}+{r['past']} past" if r.get("past") else str(r["seq"])
-        notes = []
+        notes = [f"on {r.get('gpu') or 'an unnamed GPU'}"] if several_gpus else []
         if not r["comparable"]:
             notes.append("host copies, not comparable")
         if r.get("execution"):

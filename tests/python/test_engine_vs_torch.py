@@ -179,6 +179,47 @@ def test_rows_against_ceilings_from_records():
     assert "hidden state seen in 2 of 5 processes, 2 cleared before measuring" in text
 
 
+def test_rows_per_gpu_and_configurations_taken_per_file(tmp_path):
+    """Records of two GPUs make a row per GPU and configuration, each ratio against the
+    PyTorch modes on its GPU and each share against its GPU's ceilings; FILE#CONFIG keeps
+    that file's records of those configurations (and its ceilings)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import engine_vs_torch as evt
+    import vs_torch_report as report
+
+    def run(gpu, figures, flop_ceiling):
+        base = dict(kind="measure", config="gpt2:fp16:1:128", model="gpt2", dtype="fp16",
+                    batch=1, seq=128, past=0, flops=32.2e9, gpu=gpu, timer="device events")
+        records = [dict(kind="ceiling", dtype="fp16", gpu=gpu, gemm_flop_per_s=flop_ceiling,
+                        copy_bytes_per_s=3e12)]
+        for engine, values in figures.items():
+            records += [dict(base, engine=engine, figure_ms=v) for v in values]
+        records.append(dict(base, config="gpt2:fp16:8:128", engine="coolbench", batch=8,
+                            figure_ms=9.0))
+        return records
+
+    h200 = run("NVIDIA H200", {"coolbench": [0.40, 0.42], "torch_compile_ro": [0.50, 0.52]},
+               800e12)
+    h100 = run("NVIDIA H100", {"coolbench": [0.45, 0.47], "torch_compile_ro": [0.60, 0.62]},
+               700e12)
+    rows = report.aggregate(h200 + h100)
+    headline = [r for r in rows if r["config"] == "gpt2:fp16:1:128" and r["engine"] == "coolbench"]
+    assert {r["gpu"]: round(r["ratio_to_best_torch"], 4) for r in headline} == {
+        "NVIDIA H200": round(0.41 / 0.51, 4), "NVIDIA H100": round(0.46 / 0.61, 4)}
+    assert {r["gpu"]: r["flop_ceiling"] for r in headline} == {
+        "NVIDIA H200": 800e12, "NVIDIA H100": 700e12}
+    assert "on NVIDIA H100" in report.table(rows)
+    assert "on NVIDIA" not in report.table(report.aggregate(h200))
+    for name, records in (("h200", h200), ("h100", h100)):
+        with open(tmp_path / f"{name}.jsonl", "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in records)
+    taken = evt.read_records([f"{tmp_path / 'h200.jsonl'}#gpt2:fp16:8:128",
+                              str(tmp_path / "h100.jsonl")])
+    assert sum(r.get("gpu") == "NVIDIA H200" and r["kind"] == "measure" for r in taken) == 1
+    assert sum(r["kind"] == "ceiling" for r in taken) == 2
+    assert len(taken) == 1 + 1 + len(h100)
+
+
 def test_hidden_state_after_table():
     """The checks `--hidden-state-after` records, one row per kind of process."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
