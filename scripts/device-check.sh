@@ -8,7 +8,7 @@
 #                                         thermal-latency thermal-power contexts foreign
 #                                         models engine-vs-torch lottery hidden-state
 #                                         ew-jit hidden-state-paired attention-ncu
-#                                         attention row-phases
+#                                         attention row-phases wgmma64
 #                                         (default: the first six)
 # COOLBENCH_BUILD_TARGETS (space-separated) builds only those targets, for a short call.
 # models: the small PyTorch exports on CPU and CUDA (ctest conformance_torch_models*)
@@ -251,6 +251,19 @@ if want row-phases; then
       grep -E "least|lm_head|Gemm .*row phases|padded from" "$out/$name.txt" | head -6
     done
   done
+fi
+if want wgmma64; then
+  # The wgmma kernel on 64-key tiles (two blocks an SM at head dim 64; forced only until this
+  # runs): its GPU tests, then attention_bench's prefill rows and the batch-32 encoders, where
+  # the wgmma64 column stands beside wgmma's and mma's (docs/engine.md).
+  ctest --test-dir build --output-on-failure -R cuda_attention_wgmma64 \
+    >"$out/wgmma64-ctest.log" 2>&1
+  grep -E "Test +#|tests passed|Failure|FAILED|SKIPPED" "$out/wgmma64-ctest.log" | tee -a "$log"
+  for name in prefill b32; do
+    build/bench/attention_bench 50 "$name" float16 >>"$out/wgmma64-bench.txt" 2>&1
+    echo "attention_bench $name exit code $?" | tee -a "$log"
+  done
+  grep -E "^\| (config|gpt2|bert|vit)" "$out/wgmma64-bench.txt"
 fi
 if want hidden-state-paired; then
   # Isolation inside one context (docs/perf/hidden-state.md, "To run next"): 30 fresh processes.
