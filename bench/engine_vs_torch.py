@@ -163,8 +163,11 @@ class Runner:
     @staticmethod
     def go(handle):
         """A held child's turn: it starts its work now, and its process_s counts from here."""
-        handle.process.stdin.write("go\n")
-        handle.process.stdin.flush()  # finish()'s communicate() closes it
+        try:
+            handle.process.stdin.write("go\n")
+            handle.process.stdin.flush()  # finish()'s communicate() closes it
+        except BrokenPipeError:
+            pass  # it ended while held (its imports failed): finish() reads its error record
         handle.held_s = time.perf_counter() - handle.began
         handle.began = time.perf_counter()
         return handle

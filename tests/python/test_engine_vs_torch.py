@@ -528,6 +528,7 @@ def test_a_held_child_waits_for_its_go_and_leaves_without_one(tmp_path):
                                      "--engines", "coolbench"])
     args.work, args.log = str(tmp_path), str(tmp_path / "children.log")
     args.build = None  # coolbench from this test's PYTHONPATH
+    args.jsonl = str(tmp_path / "records.jsonl")
     assert isinstance(args, argparse.Namespace) and args.prestart
     runner = evt.Runner(args, "abc")
     config = evt.parse_configs(["gpt2:fp32:1:8"], "tiny")[0]
@@ -539,6 +540,13 @@ def test_a_held_child_waits_for_its_go_and_leaves_without_one(tmp_path):
     # Let go, it would have printed a record (an error one here: no export in the work folder).
     assert "RECORD" not in handle.process.stdout.read()
     assert not os.path.exists(args.log)  # nothing in the log: it never ended as a child
+    # A held child that ended before its go (its imports failed: here an engine's module that
+    # is not there) is let go without a broken pipe, and its error record is read as any.
+    runner.env["PYTHONPATH"] = str(tmp_path)  # neither coolbench nor the benchmark's modules
+    handle = runner.start("measure", held=True, engine="coolbench", configs=[config])
+    handle.process.wait(timeout=60)
+    record = runner.finish("measure", runner.go(handle), "coolbench")
+    assert "coolbench" in record.get("error", "") and "held_s" in record, record
 
 
 def test_top_up_without_a_gpu_uuid_is_refused(tmp_path):
