@@ -87,8 +87,9 @@ class Child:
     """A started child: its process, the file its stderr goes to, its log header, when it
     started (or was let go, where it was held) and how long it was held (None: never)."""
 
-    def __init__(self, process, err, header, began):
+    def __init__(self, process, err, header, began, kw=None):
         self.process, self.err, self.header, self.began = process, err, header, began
+        self.kw = kw or {}  # Runner.start's arguments: what the child was to do
         self.held_s = None
 
 
@@ -158,7 +159,7 @@ class Runner:
         process = subprocess.Popen(self.command(child, held=held, **kw), stdout=subprocess.PIPE,
                                    stderr=err, stdin=subprocess.PIPE if held else None,
                                    text=True, env=self.env)
-        return Child(process, err, header, time.perf_counter())
+        return Child(process, err, header, time.perf_counter(), kw)
 
     @staticmethod
     def go(handle):
@@ -205,9 +206,13 @@ class Runner:
         handle.err.close()
         records = [json.loads(ln[len("RECORD "):]) for ln in out.splitlines()
                    if ln.startswith("RECORD ")]
-        if not records:
-            records = [{"kind": child, "error": f"the child printed no record (exit "
-                        f"{process.returncode}); its output is in {self.args.log}"}]
+        if not records:  # it died: a record of what it was to do, so the tables count it
+            configs = handle.kw.get("configs") or ()
+            records = [{"kind": child, "engine": handle.kw.get("engine"),
+                        "config": configs[0].key if configs else None,
+                        "dtype": handle.kw.get("dtype"), "commit": self.commit,
+                        "error": f"the child printed no record (exit {process.returncode}); "
+                        f"its output is in {self.args.log}"}]
         seconds = time.perf_counter() - handle.began
         # What the budget expects a child of this kind to take: its cooling wait too.
         self.durations.setdefault(label, []).append(seconds + (cooled_s or 0.0))

@@ -125,8 +125,8 @@ def aggregate(records):
         row["comparable"] = comparable(row)
         row["gpu"] = gpu
         uuid = first.get("gpu_uuid")
-        _against_ceilings(row, ceilings.get((uuid, row["dtype"])) if uuid else
-                          ceilings.get((gpu, row["dtype"])))
+        _against_ceilings(row, (uuid and ceilings.get((uuid, row["dtype"])))
+                          or ceilings.get((gpu, row["dtype"])))
         rows.append(row)
     for r in records:  # the first compile, from a cold cache, per engine and configuration
         if r.get("kind") == "warm" and r.get("compile_s") is not None:

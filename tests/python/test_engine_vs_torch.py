@@ -374,6 +374,22 @@ def test_a_measure_record_carries_its_cooling_wait(tmp_path):
     # A child that waited for nothing (not a measure, or no GPU) has no cooled_s.
     record = runner.finish("measure", child(), "m")
     assert "cooled_s" not in record and "held_s" not in record
+    # A child that died without a record leaves one of what it was to do, which the tables
+    # count as a failed process of its engine and configuration.
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import vs_torch_models as models
+    import vs_torch_report as report
+    config = models.parse_config("gpt2:fp16:1:128")
+    died = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"],
+                            stdout=subprocess.PIPE, text=True)
+    record = runner.finish("measure", evt.Child(died, open(tmp_path / "err2", "w+"), "==== d\n",
+                                                time.perf_counter(),
+                                                {"engine": "coolbench", "configs": [config]}),
+                           "coolbench")
+    assert (record["engine"], record["config"]) == ("coolbench", "gpt2:fp16:1:128")
+    assert "exit 3" in record["error"]
+    rows = report.aggregate([dict(record, model="gpt2", dtype="fp16", batch=1, seq=128)])
+    assert rows[0]["failed"] == 1 and rows[0]["processes"] == 0
 
 
 def test_top_up_pools_this_gpu_and_commit_only():
