@@ -25,7 +25,8 @@
 //
 // Tiles in shared memory: wgmma.cuh's swizzled layout, every tile 1024-byte
 // aligned: Q [head dim / 64][128 rows][64], then two stages of K and V, each
-// [head dim / 64][128 keys][64]: 80 KB at head dim 64, 160 KB at 128.
+// [head dim / 64][128 keys][64]: 80 KB at head dim 64, 160 KB at 128 (48 and 96 KB on
+// 64-key tiles).
 #include "engine/backends/cuda/attention_common.cuh"
 #include "engine/backends/cuda/attention_mma.cuh"
 #include "engine/backends/cuda/attention_wgmma.cuh"
