@@ -236,8 +236,10 @@ def preload(engine, config, size):
 
 
 def driver_libraries():
-    """Which of the NVIDIA driver's libraries this process has loaded (libcuda: the driver API
-    was called, cuInit at least; libnvidia-ml: NVML), from /proc/self/maps; None off Linux."""
+    """Which of the NVIDIA driver's libraries this process has loaded (libcuda, the driver API;
+    libnvidia-ml, NVML), from /proc/self/maps; None off Linux. Loaded is not initialised:
+    cuBLASLt 13 loads libcuda as PyTorch is imported (LD_DEBUG, 2026-12-07), with no cuInit
+    that we know of; the held process's context is what cuda_initialized tells."""
     try:
         with open("/proc/self/maps") as f:
             maps = f.read()

@@ -63,14 +63,16 @@ def test_every_engine_and_configuration_measured(smoke):
     prepared = [r for r in records if r["kind"] == "prepare"]
     assert len(prepared) == 2 and all(r["export_s"] is not None for r in prepared)
     # --prestart: every measuring process but the first was started held, loaded its imports
-    # with no CUDA context and no driver library, and measured only after its go.
+    # with no CUDA context, and measured only after its go. (Which driver libraries it loaded is
+    # information: where there is a driver, importing PyTorch loads libcuda through cuBLASLt.)
     held = [r for r in measured if "held" in r]
     assert len(held) == len(measured) - 1
     for r in held:
         # (its go may come before its preload ends: then it reads the go at once)
         assert r["held"]["preload_s"] > 0 and r["held_s"] > 0 and r["held"]["waited_s"] >= 0
         assert r["held"]["cuda_initialized"] in (None, False)  # None: coolbench's process
-        assert r["held"]["driver_libraries"] in ([], None)
+        assert r["held"]["driver_libraries"] is None or isinstance(
+            r["held"]["driver_libraries"], list)
 
 
 def test_profile_lists_operators(smoke):
