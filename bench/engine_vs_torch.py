@@ -227,11 +227,9 @@ class Runner:
         return records[0]
 
     def run(self, child, label, **kw):
-        cooled_s = self.wait_cool() if child == "measure" else None
-        record = self.finish(child, self.start(child, **kw), label, cooled_s)
-        if self.args.hidden_state_after and child == "measure":
-            self.check_hidden_state(label, kw.get("engine"), kw.get("configs", ()))
-        return record
+        """A child that measures nothing (a ceiling), run to its end; measuring processes go
+        through run_steps, which cools the GPU before each and starts the next one held."""
+        return self.finish(child, self.start(child, **kw), label)
 
     def wait_cool(self):
         """`coolbench wait-cool` (BUILD/bin) down to --cool-below before a measuring child, so
@@ -389,7 +387,7 @@ def run_steps(runner, steps):
                 handle = runner.start("measure", **step.kw)
             following = next((j for j in range(i + 1, len(steps))
                               if steps[j].child == "measure"), None)
-            if getattr(a, "prestart", True) and following is not None:
+            if a.prestart and following is not None:
                 spare = (following, runner.start("measure", held=True, **steps[following].kw))
             runner.finish("measure", handle, step.label, cooled_s)
             if a.hidden_state_after:

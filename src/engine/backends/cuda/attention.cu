@@ -341,8 +341,7 @@ attention_launch choose(const attention_plan& p, dtype type, const void* q, cons
   constexpr std::int64_t step_limit = std::int64_t{1} << 24;
   const bool steps_fit =
       std::llabs(p.bias_stride[3]) < step_limit && std::llabs(p.mask_stride[3]) < step_limit;
-  const bool wgmma_forced = forced == "wgmma" || forced == "wgmma_overlap" || forced == "wgmma64";
-  if (wgmma_forced && !k_wgmma_built) {
+  if (attention_wgmma_forced(forced) && !k_wgmma_built) {
     // Once a process: a forced kernel that silently is another would mislead a comparison.
     static const bool told = [] {
       std::fprintf(

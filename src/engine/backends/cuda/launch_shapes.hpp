@@ -193,6 +193,12 @@ inline bool attention_wgmma_fits(bool built, int major, int minor, std::size_t e
   return q % 16 == 0 && k % 16 == 0 && v % 16 == 0;
 }
 
+/// Whether COOLBENCH_ATTENTION_KERNEL names one of the Hopper wgmma kernels (taken where
+/// attention_wgmma_fits): "wgmma", "wgmma64" or "wgmma_overlap".
+inline bool attention_wgmma_forced(std::string_view forced) {
+  return forced == "wgmma" || forced == "wgmma64" || forced == "wgmma_overlap";
+}
+
 /// The most blocks a thread block cluster may hold on every GPU that has
 /// clusters (sm_90's portable size).
 inline constexpr std::int64_t k_attention_max_cluster = 8;
@@ -310,8 +316,7 @@ inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq
   // fit) picks as "" does.
   const bool picks = forced != "mma" && forced != "halves" && forced != "split_keys";
   const bool many128 = batch_heads * tiles(k_attention_wgmma_rows) >= 2 * std::int64_t{sms};
-  const bool wgmma_forced = forced == "wgmma" || forced == "wgmma_overlap" || forced == "wgmma64";
-  if (wgmma_fits && (wgmma_forced || (picks && many128))) {
+  if (wgmma_fits && (attention_wgmma_forced(forced) || (picks && many128))) {
     l.kernel = forced == "wgmma_overlap" ? attention_kernel::wgmma_overlap_rows128
                : forced == "wgmma64"     ? attention_kernel::wgmma_keys64_rows128
                                          : attention_kernel::wgmma_rows128;
