@@ -56,7 +56,18 @@ def base_record(kind, args, config=None):
         record.update(models.work_counted(args.work, config, args.size))
     if "torch" in sys.modules:  # not imported for coolbench's engine alone
         record["torch"] = sys.modules["torch"].__version__
+    settings = engine_settings()
+    if settings:
+        record["settings"] = settings
     return record
+
+
+def engine_settings():
+    """The COOLBENCH_* variables this process runs with (the engine's switches, such as
+    COOLBENCH_GEMM_ROW_PHASES or COOLBENCH_ATTENTION_KERNEL), but for the commit's name: a
+    figure taken with a kernel forced is not the default's, and the tables keep them apart."""
+    return {k: v for k, v in sorted(os.environ.items())
+            if k.startswith("COOLBENCH_") and k != "COOLBENCH_COMMIT"}
 
 
 def gpu_identity(device="cuda:0", with_uuid=False):

@@ -88,11 +88,13 @@ def aggregate(records):
             # name for records that have no UUID) and dtype wins.
             for gpu in (r.get("gpu_uuid"), r.get("gpu"), None):
                 ceilings[(gpu, r["dtype"])] = r
+    # Nor is a mean over processes run with different engine switches (COOLBENCH_*) one figure.
     groups = {}
     for r in measures:
-        groups.setdefault((r["config"], r["engine"], r.get("gpu")), []).append(r)
+        settings = tuple(sorted((r.get("settings") or {}).items()))
+        groups.setdefault((r["config"], r["engine"], r.get("gpu"), settings), []).append(r)
     rows = []
-    for (config, engine, gpu), group in groups.items():
+    for (config, engine, gpu, settings), group in groups.items():
         ok = [r for r in group if r.get("figure_ms") is not None and not r.get("error")]
         first = group[0]
         row = {k: first.get(k) for k in ("engine", "config", "model", "dtype", "batch", "seq",
@@ -124,6 +126,8 @@ def aggregate(records):
             row.update(figure_ms=None, ci_ms=None)
         row["comparable"] = comparable(row)
         row["gpu"] = gpu
+        if settings:
+            row["settings"] = dict(settings)
         uuid = first.get("gpu_uuid")
         _against_ceilings(row, (uuid and ceilings.get((uuid, row["dtype"])))
                           or ceilings.get((gpu, row["dtype"])))
@@ -231,6 +235,8 @@ def table(rows):
         ratio = f"{r['ratio_to_best_torch']:.3f}×" if r.get("ratio_to_best_torch") else "–"
         seq = f"{r['seq']}+{r['past']} past" if r.get("past") else str(r["seq"])
         notes = [f"on {r.get('gpu') or 'an unnamed GPU'}"] if several_gpus else []
+        if r.get("settings"):
+            notes.append("with " + " ".join(f"{k}={v}" for k, v in r["settings"].items()))
         if not r["comparable"]:
             notes.append("host copies, not comparable")
         if r.get("execution"):

@@ -222,6 +222,30 @@ def test_rows_per_gpu_and_configurations_taken_per_file(tmp_path):
     assert len(taken) == 1 + 1 + len(h100)
 
 
+def test_engine_switches_make_rows_of_their_own(monkeypatch):
+    """Processes run with a COOLBENCH_* switch (a kernel forced, say) are not pooled with the
+    default's: each gets its row, its ratio and a note naming the switch; the commit's name
+    is not a switch."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import vs_torch_child as child
+    import vs_torch_report as report
+    monkeypatch.setenv("COOLBENCH_COMMIT", "abc1234")
+    monkeypatch.setenv("COOLBENCH_GEMM_ROW_PHASES", "force")
+    assert child.engine_settings() == {"COOLBENCH_GEMM_ROW_PHASES": "force"}
+    base = dict(kind="measure", config="gpt2:fp16:8:1024", model="gpt2", dtype="fp16", batch=8,
+                seq=1024, past=0, gpu="NVIDIA H200", timer="device events")
+    records = [dict(base, engine="torch_compile_ro", figure_ms=v) for v in (5.5, 5.52)]
+    records += [dict(base, engine="coolbench", figure_ms=v) for v in (6.5, 6.52)]
+    records += [dict(base, engine="coolbench", figure_ms=v,
+                     settings={"COOLBENCH_GEMM_ROW_PHASES": "force"}) for v in (6.0, 6.02)]
+    rows = [r for r in report.aggregate(records) if r["engine"] == "coolbench"]
+    assert sorted((round(r["figure_ms"], 2), r["processes"]) for r in rows) == [(6.01, 2),
+                                                                             (6.51, 2)]
+    forced = next(r for r in rows if r.get("settings"))
+    assert forced["ratio_to_best_torch"] == pytest.approx(6.01 / 5.51)
+    assert "with COOLBENCH_GEMM_ROW_PHASES=force" in report.table(rows)
+
+
 def test_hidden_state_after_table():
     """The checks `--hidden-state-after` records, one row per kind of process."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
