@@ -417,13 +417,16 @@ def read_records(paths):
     return records
 
 
-def poolable(records, uuid, commit, size):
+def poolable(records, uuid, commit, size, settings=None):
     """The error-free measures, profiles and ceilings among `records` that a top-up pools with
-    its own: taken on this GPU (its UUID), from this commit, at this model size."""
+    its own: taken on this GPU (its UUID), from this commit, at this model size, and
+    coolbench's with the engine switches (COOLBENCH_*) this run has, `settings`."""
+    settings = settings or {}
     return [r for r in records if r.get("kind") in ("measure", "profile", "ceiling")
             and not r.get("error") and (r["kind"] != "measure" or r.get("figure_ms") is not None)
             and r.get("gpu_uuid") == uuid and r.get("commit") == commit
-            and r.get("size", "full") == size]
+            and r.get("size", "full") == size
+            and (r.get("engine") != "coolbench" or (r.get("settings") or {}) == settings)]
 
 
 def top_up_need(earlier, keys, engines, processes):
@@ -436,13 +439,17 @@ def top_up_need(earlier, keys, engines, processes):
     return need, profiled
 
 
-def done_configs(paths, keys, engines, processes):
+def done_configs(paths, keys, engines, processes, settings=None):
     """The configurations (of `keys`) that the JSONL files at `paths` already hold
-    `processes` error-free measures of for every engine: a grid spread over several
-    device calls runs each configuration whole in one of them (its ratios are of one run)."""
+    `processes` error-free measures of for every engine (coolbench's with the engine switches
+    `settings`): a grid spread over several device calls runs each configuration whole in one
+    of them (its ratios are of one run)."""
+    settings = settings or {}
     counts = collections.Counter((r.get("config"), r.get("engine")) for r in read_records(paths)
                                  if r.get("kind") == "measure" and not r.get("error")
-                                 and r.get("figure_ms") is not None)
+                                 and r.get("figure_ms") is not None
+                                 and (r.get("engine") != "coolbench"
+                                      or (r.get("settings") or {}) == settings))
     return [k for k in keys if all(counts[(k, e)] >= processes for e in engines)]
 
 
@@ -580,8 +587,9 @@ def main():
     except ValueError as e:
         parser.error(str(e))
     try:
+        import vs_torch_child
         done = done_configs(args.skip_done, [c.key for c in configs], args.engines,
-                            args.processes)
+                            args.processes, vs_torch_child.engine_settings())
     except (OSError, ValueError) as e:
         parser.error(f"--skip-done: {e}")
     if done:
@@ -606,7 +614,7 @@ def main():
                   "earlier from it")
         try:
             earlier = poolable(read_records([p for p in args.top_up if p not in missing]),
-                               uuid, commit, args.size)
+                               uuid, commit, args.size, vs_torch_child.engine_settings())
         except (OSError, ValueError) as e:
             parser.error(f"--top-up: {e}")
         need, profiled = top_up_need(earlier, [c.key for c in configs], args.engines,

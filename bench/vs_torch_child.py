@@ -57,7 +57,7 @@ def base_record(kind, args, config=None):
     if "torch" in sys.modules:  # not imported for coolbench's engine alone
         record["torch"] = sys.modules["torch"].__version__
     settings = engine_settings()
-    if settings:
+    if settings and kind in ("measure", "profile") and getattr(args, "engine", None) == "coolbench":
         record["settings"] = settings
     return record
 
@@ -65,7 +65,9 @@ def base_record(kind, args, config=None):
 def engine_settings():
     """The COOLBENCH_* variables this process runs with (the engine's switches, such as
     COOLBENCH_GEMM_ROW_PHASES or COOLBENCH_ATTENTION_KERNEL), but for the commit's name: a
-    figure taken with a kernel forced is not the default's, and the tables keep them apart."""
+    figure taken with a kernel forced is not the default's, so coolbench's records name them,
+    the tables keep them apart and a top-up pools only those of the same switches. PyTorch's
+    processes do not use them and their records do not carry them."""
     return {k: v for k, v in sorted(os.environ.items())
             if k.startswith("COOLBENCH_") and k != "COOLBENCH_COMMIT"}
 

@@ -448,6 +448,13 @@ def test_top_up_pools_this_gpu_and_commit_only():
                     ("gpt2:fp16:1:128", "torch_eager"): 3, ("gpt2:fp16:8:128", "coolbench"): 3,
                     ("gpt2:fp16:8:128", "torch_graph"): 3, ("gpt2:fp16:8:128", "torch_eager"): 3}
     assert profiled == {("gpt2:fp16:1:128", "coolbench")}
+    # coolbench's measures pool only with those of the same engine switches; PyTorch's do
+    # not carry any.
+    forced = dict(base, settings={"COOLBENCH_ATTENTION_KERNEL": "wgmma64"})
+    switched = [base, forced, dict(base, engine="torch_graph")]
+    assert evt.poolable(switched, "GPU-a", "abc", "full") == [base, switched[2]]
+    assert evt.poolable(switched, "GPU-a", "abc", "full",
+                        {"COOLBENCH_ATTENTION_KERNEL": "wgmma64"}) == [forced, switched[2]]
 
 
 def test_profile_alone_profiles_every_configuration():
