@@ -64,12 +64,18 @@ def base_record(kind, args, config=None):
 
 def engine_settings():
     """The COOLBENCH_* variables this process runs with (the engine's switches, such as
-    COOLBENCH_GEMM_ROW_PHASES or COOLBENCH_ATTENTION_KERNEL), but for the commit's name: a
+    COOLBENCH_GEMM_ROW_PHASES or COOLBENCH_ATTENTION_KERNEL), but for NOT_ENGINE_SWITCHES: a
     figure taken with a kernel forced is not the default's, so coolbench's records name them,
     the tables keep them apart and a top-up pools only those of the same switches. PyTorch's
     processes do not use them and their records do not carry them."""
     return {k: v for k, v in sorted(os.environ.items())
-            if k.startswith("COOLBENCH_") and k != "COOLBENCH_COMMIT"}
+            if k.startswith("COOLBENCH_") and k not in NOT_ENGINE_SWITCHES}
+
+
+# COOLBENCH_* variables that name where things are, or what to trace, not how the engine runs.
+NOT_ENGINE_SWITCHES = frozenset({"COOLBENCH_COMMIT", "COOLBENCH_CUDA_LIBRARY",
+                                 "COOLBENCH_NVML_LIBRARY", "COOLBENCH_DEVICE",
+                                 "COOLBENCH_DEVICE_TRACE", "COOLBENCH_CONTEXT_PROBE"})
 
 
 def gpu_identity(device="cuda:0", with_uuid=False):

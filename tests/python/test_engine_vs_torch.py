@@ -225,11 +225,14 @@ def test_rows_per_gpu_and_configurations_taken_per_file(tmp_path):
 def test_engine_switches_make_rows_of_their_own(monkeypatch):
     """Processes run with a COOLBENCH_* switch (a kernel forced, say) are not pooled with the
     default's: each gets its row, its ratio and a note naming the switch; the commit's name
-    is not a switch."""
+    and a library's place are not switches."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import vs_torch_child as child
     import vs_torch_report as report
+    for name in [k for k in os.environ if k.startswith("COOLBENCH_")]:
+        monkeypatch.delenv(name)
     monkeypatch.setenv("COOLBENCH_COMMIT", "abc1234")
+    monkeypatch.setenv("COOLBENCH_NVML_LIBRARY", "/somewhere/libnvidia-ml.so.1")
     monkeypatch.setenv("COOLBENCH_GEMM_ROW_PHASES", "force")
     assert child.engine_settings() == {"COOLBENCH_GEMM_ROW_PHASES": "force"}
     base = dict(kind="measure", config="gpt2:fp16:8:1024", model="gpt2", dtype="fp16", batch=8,
