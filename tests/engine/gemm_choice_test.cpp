@@ -243,8 +243,8 @@ TEST(GemmChoice, RowPhaseProductsAndEdgesComputeTheWholeProduct) {
 }
 
 TEST(GemmChoice, RowPhasesWhereEachPhaseHasManyRows) {
-  // Off unless asked for (not yet run on a GPU); "1" by size.
-  EXPECT_EQ(row_phase_mode_from(nullptr), row_phase_mode::off);
+  // By size unless turned off; "1" by size too.
+  EXPECT_EQ(row_phase_mode_from(nullptr), row_phase_mode::by_size);
   EXPECT_EQ(row_phase_mode_from("0"), row_phase_mode::off);
   EXPECT_EQ(row_phase_mode_from("yes"), row_phase_mode::off);
   EXPECT_EQ(row_phase_mode_from("1"), row_phase_mode::by_size);

@@ -386,6 +386,20 @@ TEST(launch_shapes, attention_picks_wgmma_where_its_blocks_are_many) {
               attention_kernel::mma_halves);
     EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "decode_scalar", false, true).kernel,
               attention_kernel::wgmma_rows128);
+    // At a head dim of 64 or less (two blocks an SM) on 64-key tiles; "wgmma" keeps 128 keys,
+    // "wgmma64" takes 64 at any head dim; the mma kernels forced stay.
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "", false, true, true).kernel,
+              attention_kernel::wgmma_keys64_rows128);
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "wgmma", false, true, true).kernel,
+              attention_kernel::wgmma_rows128);
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "wgmma64", false, true, false).kernel,
+              attention_kernel::wgmma_keys64_rows128);
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "wgmma_overlap", false, true, true).kernel,
+              attention_kernel::wgmma_overlap_rows128);
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "mma", false, true, true).kernel,
+              attention_kernel::mma_rows64);
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "", false, false, true).kernel,
+              attention_kernel::mma_rows64);
   }
   // Fewer blocks: GPT-2 8 x 128 (96), 1 x 1024 (96), batch 1 at 128 and 197 tokens (12, 24),
   // and one block short of twice the SMs.
@@ -395,6 +409,9 @@ TEST(launch_shapes, attention_picks_wgmma_where_its_blocks_are_many) {
                               {12, 197},
                               {263, 128}}) {
     EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "", false, true).kernel,
+              plan_attention(bh, s, s, true, k_h200_sms, "", false, false).kernel)
+        << bh << " " << s;
+    EXPECT_EQ(plan_attention(bh, s, s, true, k_h200_sms, "", false, true, true).kernel,
               plan_attention(bh, s, s, true, k_h200_sms, "", false, false).kernel)
         << bh << " " << s;
   }

@@ -357,8 +357,9 @@ attention_launch choose(const attention_plan& p, dtype type, const void* q, cons
       k_wgmma_built, major, minor, size_of(type), p.head_dim, p.q_stride, p.k_stride, p.v_stride,
       reinterpret_cast<std::uintptr_t>(q), reinterpret_cast<std::uintptr_t>(k),
       reinterpret_cast<std::uintptr_t>(v));
+  // Head dims up to 64 take the 64-wide kernel, whose 64-key tiles fit two blocks an SM.
   attention_launch l = plan_attention(p.batch * p.heads, p.sq, p.sk, major == 9 && steps_fit, sms,
-                                      forced, !sixteen_bits, wgmma_fits);
+                                      forced, !sixteen_bits, wgmma_fits, p.head_dim <= 64);
   if (l.kernel == attention_kernel::decode_split && forced != "decode_scalar" &&
       attention_decode_vector_fits(p.head_dim, size_of(type), p.k_stride, p.v_stride,
                                    reinterpret_cast<std::uintptr_t>(k),

@@ -4,9 +4,10 @@
 // (launch_shapes.hpp: GPT-2 fp16 at 8 x 1,024 on an H100 67.9 us against
 // mma.sync's 70.5, docs/perf/engine.md, "2026-12-07, night"), and no faster
 // there than that, since each product is waited for before the softmax; its
-// 64-key form (wgmma_keys64_rows128, COOLBENCH_ATTENTION_KERNEL=wgmma64,
-// forced only until a GPU times it) runs two blocks an SM at head dim 64 so
-// that one block's products overlap the other's softmax.
+// 64-key form (wgmma_keys64_rows128; the pick at head dims up to 64, or forced with
+// COOLBENCH_ATTENTION_KERNEL=wgmma64) runs two blocks an SM at head dim 64 so
+// that one block's products overlap the other's softmax (GPT-2 8 x 1,024 on an H100:
+// 55.5 us against 67.5, docs/perf/engine.md, "2026-12-08").
 //
 // A block of 256 threads (two warpgroups) takes 128 query rows of one
 // (batch, head), 64 a warpgroup, and walks the keys in tiles of 128 (or 64), both

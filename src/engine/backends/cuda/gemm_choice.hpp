@@ -99,11 +99,12 @@ struct byte_range {
 /// 1,024 tokens: 823 MB that the copy reads and writes again).
 enum class row_phase_mode : std::uint8_t { off, by_size, forced };
 
-/// COOLBENCH_GEMM_ROW_PHASES: "1" where each phase has at least k_row_phase_min_rows rows,
-/// "force" wherever the product allows it, anything else (or unset) off: off by default until a
-/// GPU run has checked the phases and the edges' kernel (cuda_gemm_test) and timed them.
+/// COOLBENCH_GEMM_ROW_PHASES: unset or "1" where each phase has at least k_row_phase_min_rows
+/// rows (the default: on an H100 the lm_head took 1.02 ms in phases against 1.69 through the
+/// scratch at GPT-2 8 x 1,024, and more in phases of 128 rows, docs/perf/engine.md,
+/// "2026-12-08"), "force" wherever the product allows it, anything else ("0") off.
 [[nodiscard]] inline row_phase_mode row_phase_mode_from(const char* value) noexcept {
-  if (value == nullptr) return row_phase_mode::off;
+  if (value == nullptr) return row_phase_mode::by_size;
   const std::string_view v(value);
   if (v == "1") return row_phase_mode::by_size;
   if (v == "force") return row_phase_mode::forced;

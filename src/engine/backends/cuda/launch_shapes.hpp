@@ -124,7 +124,7 @@ enum class attention_kernel {
   tf32x3_rows64,          // float32 on the tensor cores (3xTF32), 64 query rows a block
   wgmma_rows128,          // Hopper's wgmma (sm_90a): 128 query rows a block of two warpgroups
   wgmma_overlap_rows128,  // the same, each tile's softmax under the last tile's P V; forced only
-  wgmma_keys64_rows128,   // wgmma_rows128 on 64-key tiles, two blocks an SM at head dim 64; forced
+  wgmma_keys64_rows128,   // wgmma_rows128 on 64-key tiles, two blocks an SM at head dim 64
 };
 
 struct attention_launch {
@@ -250,8 +250,8 @@ inline std::int64_t attention_decode_cluster_chunk(std::int64_t batch_heads, std
 /// the other dtype's kernels picks as "" does; "wgmma" takes 16-bit prefill onto
 /// attention_wgmma.cu's kernel where `wgmma_fits` (attention_wgmma_fits), else picks as ""
 /// does; "wgmma_overlap" the same onto attention_wgmma_overlap.cu's kernel, forced only: 5-10 %
-/// slower than wgmma on an H100; "wgmma64" onto attention_wgmma.cu's kernel on 64-key tiles,
-/// forced only until a GPU times it). Float32 takes
+/// slower than wgmma on an H100; "wgmma64" onto attention_wgmma.cu's kernel on 64-key tiles
+/// (at any head dim). Float32 takes
 /// 3xTF32 where 64-row blocks are at least the SMs, else the FMA kernel: attention_bench on an H100
 /// (2026-12-07, one process) had 3xTF32 1.18-1.33x faster at 192-1536 blocks (GPT-2 at batch 8 x
 /// 128, 1 x 1024, 8 x 1024; BERT and ViT at batch 32) and level or slower at 24-96 (batch 1 at 128
@@ -277,7 +277,11 @@ inline std::int64_t attention_decode_cluster_chunk(std::int64_t batch_heads, std
 /// there (GPT-2 8 x 1024, 768 blocks: 67.3 us against 70.7; BERT 32 x 128, 384 blocks: 17.5
 /// against 18.7; ViT 32 x 197, 768 blocks: level), level at 96 blocks (GPT-2 8 x 128) and
 /// behind below (GPT-2 1 x 1024, 96 blocks: 19.5 against the halves' 15.6; batch 1 at 128 and
-/// 197 tokens: 6.3-8.3 against 5.7-7.4). "mma" keeps the mma kernels.
+/// 197 tokens: 6.3-8.3 against 5.7-7.4). "mma" keeps the mma kernels. There, at a head dim of
+/// 64 or less (`keys64_two_blocks`: two blocks an SM), it runs on 64-key tiles: attention_bench
+/// on an H100 (2026-12-08, one process) had GPT-2 8 x 1024 at 55.5 us against 67.5 on 128-key
+/// tiles, BERT 32 x 128 16.9 against 17.6, ViT 32 x 197 33.1 against 42.3; at head dim 128 (one
+/// block an SM either way) the 64-key tiles are not timed, so the 128-key kernel stays.
 /// Of the 64-row tiles, 8 warps in two halves of the keys (one block an SM)
 /// take walks of at least 512 keys over at most 1.5 blocks an SM, where 4
 /// warps walk every tile one after the other: attention_bench on an H100
@@ -289,7 +293,8 @@ inline std::int64_t attention_decode_cluster_chunk(std::int64_t batch_heads, std
 /// against 19.1 and 42.2. Between 1.5 and 12 blocks an SM it is not measured.
 inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq, std::int64_t sk,
                                        bool tensor_cores, int sms, std::string_view forced,
-                                       bool float32 = false, bool wgmma_fits = false) {
+                                       bool float32 = false, bool wgmma_fits = false,
+                                       bool keys64_two_blocks = false) {
   attention_launch l;
   l.blocks_x = batch_heads;
   const auto tiles = [&](std::int64_t rows) { return (sq + rows - 1) / rows; };
@@ -317,8 +322,9 @@ inline attention_launch plan_attention(std::int64_t batch_heads, std::int64_t sq
   const bool picks = forced != "mma" && forced != "halves" && forced != "split_keys";
   const bool many128 = batch_heads * tiles(k_attention_wgmma_rows) >= 2 * std::int64_t{sms};
   if (wgmma_fits && (attention_wgmma_forced(forced) || (picks && many128))) {
+    const bool keys64 = forced == "wgmma64" || (forced != "wgmma" && keys64_two_blocks);
     l.kernel = forced == "wgmma_overlap" ? attention_kernel::wgmma_overlap_rows128
-               : forced == "wgmma64"     ? attention_kernel::wgmma_keys64_rows128
+               : keys64                  ? attention_kernel::wgmma_keys64_rows128
                                          : attention_kernel::wgmma_rows128;
     l.blocks_y = tiles(k_attention_wgmma_rows);
     return l;
