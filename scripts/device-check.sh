@@ -232,8 +232,8 @@ if want attention; then
   tail -n 40 "$out/attention_vs_torch.md"
 fi
 if want row-phases; then
-  # Y's unaligned rows written in place (docs/engine.md, "row phases"; off by default until
-  # this runs): cuda_gemm_test's row-phase cases and the odd-vocabulary GPT-2 sessions, then
+  # Y's unaligned rows written in place (docs/engine.md, "row phases"; by size by default since
+  # this ran on an H100, 2026-12-08): cuda_gemm_test's row-phase cases and the odd-vocabulary GPT-2 sessions, then
   # the built-in GPT-2 small node by node with the phases forced and with the padded scratch
   # and its copy (=0): at 8 x 1,024 tokens with its kernels traced, and at 4,096, 1,024 (two
   # ways) and 512 tokens, where the lm_head's rows a phase say where the phases start to pay
@@ -257,9 +257,10 @@ if want row-phases; then
   done
 fi
 if want wgmma64; then
-  # The wgmma kernel on 64-key tiles (two blocks an SM at head dim 64; forced only until this
-  # runs): its GPU tests, then attention_bench's prefill rows and the batch-32 encoders, where
-  # the wgmma64 column stands beside wgmma's and mma's (docs/engine.md).
+  # The wgmma kernel on 64-key tiles (two blocks an SM at head dim 64; picked on many blocks
+  # at head dims up to 64 since this ran on an H100, 2026-12-08): its GPU tests, then
+  # attention_bench's prefill rows and the batch-32 encoders, where the wgmma64 column stands
+  # beside wgmma's and mma's (docs/engine.md).
   ctest --test-dir build --output-on-failure -R cuda_attention_wgmma64 \
     >"$out/wgmma64-ctest.log" 2>&1
   grep -E "Test +#|tests passed|Failure|FAILED|SKIPPED" "$out/wgmma64-ctest.log" | tee -a "$log"
