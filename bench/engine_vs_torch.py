@@ -425,8 +425,13 @@ def poolable(records, uuid, commit, size, settings=None):
     return [r for r in records if r.get("kind") in ("measure", "profile", "ceiling")
             and not r.get("error") and (r["kind"] != "measure" or r.get("figure_ms") is not None)
             and r.get("gpu_uuid") == uuid and r.get("commit") == commit
-            and r.get("size", "full") == size
-            and (r.get("engine") != "coolbench" or (r.get("settings") or {}) == settings)]
+            and r.get("size", "full") == size and same_switches(r, settings)]
+
+
+def same_switches(record, settings):
+    """Whether `record` was run with the engine switches `settings` (a dict, {} for none): only
+    coolbench's records carry them; PyTorch's always match."""
+    return record.get("engine") != "coolbench" or (record.get("settings") or {}) == settings
 
 
 def top_up_need(earlier, keys, engines, processes):
@@ -448,8 +453,7 @@ def done_configs(paths, keys, engines, processes, settings=None):
     counts = collections.Counter((r.get("config"), r.get("engine")) for r in read_records(paths)
                                  if r.get("kind") == "measure" and not r.get("error")
                                  and r.get("figure_ms") is not None
-                                 and (r.get("engine") != "coolbench"
-                                      or (r.get("settings") or {}) == settings))
+                                 and same_switches(r, settings))
     return [k for k in keys if all(counts[(k, e)] >= processes for e in engines)]
 
 
@@ -586,10 +590,11 @@ def main():
         args.profile = profiled_keys(args.profile, configs, args.size)
     except ValueError as e:
         parser.error(str(e))
+    import vs_torch_child
+    switches = vs_torch_child.engine_settings()  # coolbench's records count only with these
     try:
-        import vs_torch_child
         done = done_configs(args.skip_done, [c.key for c in configs], args.engines,
-                            args.processes, vs_torch_child.engine_settings())
+                            args.processes, switches)
     except (OSError, ValueError) as e:
         parser.error(f"--skip-done: {e}")
     if done:
@@ -602,7 +607,6 @@ def main():
     commit = report.commit()
     earlier, need, profiled = [], None, frozenset()
     if args.top_up:
-        import vs_torch_child
         uuid = vs_torch_child.gpu_identity(args.device, with_uuid=True)[2]
         if uuid is None:
             parser.error(f"--top-up: no UUID from nvidia-smi for {args.device}: the records "
@@ -614,7 +618,7 @@ def main():
                   "earlier from it")
         try:
             earlier = poolable(read_records([p for p in args.top_up if p not in missing]),
-                               uuid, commit, args.size, vs_torch_child.engine_settings())
+                               uuid, commit, args.size, switches)
         except (OSError, ValueError) as e:
             parser.error(f"--top-up: {e}")
         need, profiled = top_up_need(earlier, [c.key for c in configs], args.engines,

@@ -56,9 +56,10 @@ def base_record(kind, args, config=None):
         record.update(models.work_counted(args.work, config, args.size))
     if "torch" in sys.modules:  # not imported for coolbench's engine alone
         record["torch"] = sys.modules["torch"].__version__
-    settings = engine_settings()
-    if settings and kind in ("measure", "profile") and getattr(args, "engine", None) == "coolbench":
-        record["settings"] = settings
+    if kind in ("measure", "profile") and getattr(args, "engine", None) == "coolbench":
+        settings = engine_settings()
+        if settings:
+            record["settings"] = settings
     return record
 
 
